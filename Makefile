@@ -1,0 +1,55 @@
+# Two commands matter: `make demo` and `make test`. Everything else is a helper.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test lint typecheck unit bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python -m examples.demo
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests examples benchmarks
+	$(BIN)/ruff format --check src tests examples benchmarks
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+unit: $(STAMP)
+	$(BIN)/pytest -q
+
+test: lint typecheck unit
+
+# The benchmark suite (tenure bench): SQLite and PostgreSQL, several minutes.
+# make bench BENCH_ARGS="--stores sqlite --quick" for a smoke run.
+bench: $(STAMP)
+	$(BIN)/tenure bench $(BENCH_ARGS)
+
+# tenure beside PgQueuer (PostgreSQL) and Huey (SQLite, Redis): the same workload,
+# one run, about 15 minutes. The competitors come from PyPI into a venv of their own
+# (pins in benchmarks/compare/requirements.txt), with tenure installed there editable.
+# make bench-compare COMPARE_ARGS="--quick" for a smoke run; JSON in benchmarks/results/.
+COMPARE_VENV  := .venv-compare
+COMPARE_STAMP := $(COMPARE_VENV)/.installed
+
+$(COMPARE_STAMP): pyproject.toml benchmarks/compare/requirements.txt
+	$(PYTHON) -m venv $(COMPARE_VENV)
+	$(COMPARE_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(COMPARE_VENV)/bin/python -m pip install --quiet -e '.[postgres]' -r benchmarks/compare/requirements.txt
+	touch $@
+
+.PHONY: bench-compare
+bench-compare: $(COMPARE_STAMP)
+	$(COMPARE_VENV)/bin/python -m benchmarks.compare $(COMPARE_ARGS)
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache tenure.db*

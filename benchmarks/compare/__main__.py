@@ -1,0 +1,5 @@
+"""``python -m benchmarks.compare``: see :mod:`benchmarks.compare.runner`."""
+
+from benchmarks.compare.runner import main
+
+raise SystemExit(main())

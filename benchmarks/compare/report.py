@@ -1,0 +1,129 @@
+"""The comparison for people (one table, with tenure's ratio to each competitor)
+and for programs (the JSON document)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rich import box
+from rich.table import Table
+
+from benchmarks.compare.system import System
+from tenure.bench import report as bench_report
+from tenure.bench.metrics import Metric
+from tenure.bench.report import UNSTEADY
+
+WIDTH = 120
+
+
+def ratio(tenure: Metric, competitor: Metric) -> float:
+    """tenure's median over the competitor's."""
+    return tenure.median / competitor.median if competitor.median else float("inf")
+
+
+def table(
+    results: Mapping[str, Sequence[Metric]],
+    systems: Mapping[str, System],
+    repeat: int,
+    context: str,
+) -> Table:
+    """One section per metric, one row per system; competitors get tenure's ratio."""
+    title = f"tenure vs PgQueuer and Huey: median of {repeat} run{'s' if repeat > 1 else ''}"
+    grid = Table(
+        title=title,
+        caption=_caption(context),
+        caption_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
+    for name in ("measurement", "unit", "system"):
+        grid.add_column(name, no_wrap=True)
+    grid.add_column("median", justify="right", no_wrap=True)
+    grid.add_column("min-max", justify="right", no_wrap=True, style="dim")
+    grid.add_column("tenure ÷ it", justify="right", no_wrap=True)
+    by_key = {name: {m.key: m for m in metrics} for name, metrics in results.items()}
+    for key, first in bench_report.rows(results).items():
+        shown = False
+        for name in results:
+            metric = by_key[name].get(key)
+            if metric is None:
+                continue
+            median = bench_report.number(metric.median)
+            if key == "enqueue.bulk" and not systems[name].bulk:
+                median += " *"
+            label = "" if shown else first.label
+            unit = "" if shown else first.unit
+            grid.add_row(
+                label,
+                unit,
+                name,
+                median,
+                bench_report.spread(metric),
+                _versus(by_key, systems[name], key),
+            )
+            shown = True
+        grid.add_section()
+    return grid
+
+
+def results_json(results: Mapping[str, Sequence[Metric]]) -> list[dict[str, Any]]:
+    out = []
+    for name, metrics in results.items():
+        for metric in metrics:
+            row = metric.to_json(name)
+            out.append({"system": row.pop("store"), **row})
+    return out
+
+
+def ratios_json(
+    results: Mapping[str, Sequence[Metric]], systems: Mapping[str, System]
+) -> list[dict[str, Any]]:
+    """tenure's median over each competitor's, per metric (above 1: more tasks/s, or more ms)."""
+    by_key = {name: {m.key: m for m in metrics} for name, metrics in results.items()}
+    out = []
+    for name, system in systems.items():
+        if system.versus is None or system.versus not in by_key:
+            continue
+        for key, metric in by_key[name].items():
+            tenure = by_key[system.versus].get(key)
+            if tenure is not None:
+                out.append(
+                    {
+                        "key": key,
+                        "tenure": system.versus,
+                        "competitor": name,
+                        "ratio": ratio(tenure, metric),
+                        "tenure_better": _better(tenure, metric),
+                    }
+                )
+    return out
+
+
+def _versus(by_key: Mapping[str, Mapping[str, Metric]], system: System, key: str) -> str:
+    if system.versus is None or system.versus not in by_key:
+        return ""
+    tenure = by_key[system.versus].get(key)
+    competitor = by_key[system.key].get(key)
+    if tenure is None or competitor is None:
+        return ""
+    colour = "green" if _better(tenure, competitor) else "red"
+    return f"[{colour}]{ratio(tenure, competitor):.2f}[/{colour}]"
+
+
+def _better(tenure: Metric, competitor: Metric) -> bool:
+    if tenure.higher_is_better:
+        return tenure.median > competitor.median
+    return tenure.median < competitor.median
+
+
+def _caption(context: str) -> str:
+    return "\n".join(
+        [
+            context,
+            "tenure ÷ it: tenure's median over the competitor's, tenure on the same store"
+            " (huey-redis: tenure-postgres); green: tenure better (more tasks/s, fewer ms)",
+            "* Huey has no bulk enqueue: one call per task",
+            f"! max over {UNSTEADY} x min: the machine was probably busy; rerun",
+        ]
+    )

@@ -1,0 +1,268 @@
+"""The shared runner: one workload, measured the same way on every system.
+
+    python -m benchmarks.compare [--quick] [--repeat N] [--systems tenure-sqlite,...]
+        [--postgres-url URL] [--redis-url URL] [--output benchmarks/results/compare.json]
+
+Systems are measured one after the other, never at once (the machine has two
+cores). For each, with a fresh store per repetition:
+
+- enqueue: ``enqueue_single`` tasks from this process, one call each; then one
+  bulk call of ``enqueue_bulk`` tasks (Huey has none: one call each, flagged);
+- drain: ``drain`` no-op tasks already queued, then 1 worker process (then 2),
+  timed outside the workers by polling the store, from the first task taken to
+  the last one finished (the workers' start-up is not counted, but recorded);
+- pickup: one idle worker, ``pickup`` tasks enqueued one at a time
+  ``pickup_gap`` apart; each task's wait is its ``time.time()`` at start (the
+  ``mark`` task writes it to a file) minus the enqueuer's ``time.time()`` just
+  before the enqueue call; p50/p95/p99.
+
+The sizes are tenure bench's own (``tenure.bench.config``: FULL, or QUICK with
+``--quick``); each metric is the median of the repetitions, with min and max.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from benchmarks.compare import report
+from benchmarks.compare.huey_system import HueySystem
+from benchmarks.compare.pgqueuer_system import PgQueuerSystem
+from benchmarks.compare.system import MARKS_ENV, Settings, System, read_marks, start_workers
+from benchmarks.compare.tenure_system import Tenure
+from tenure.bench import machine
+from tenure.bench.config import FULL, QUICK, Plan
+from tenure.bench.metrics import Metric, percentiles
+from tenure.bench.processes import wait_until
+from tenure.bench.report import write_json
+
+SYSTEMS: dict[str, Callable[[Settings], System]] = {
+    "tenure-sqlite": lambda settings: Tenure("sqlite", settings),
+    "huey-sqlite": lambda settings: HueySystem("sqlite", settings),
+    "tenure-postgres": lambda settings: Tenure("postgres", settings),
+    "pgqueuer-postgres": PgQueuerSystem,
+    "huey-redis": lambda settings: HueySystem("redis", settings),
+}
+POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+REDIS_URL = "redis://127.0.0.1:6379/13"
+"""Huey's Redis: a database number of its own, flushed before each measurement."""
+OUTPUT = Path("benchmarks/results/compare.json")
+PERCENTILES = (50, 95, 99)
+SETTLE = 0.5
+"""Seconds an idle worker is left alone after its warm-up task, before the
+measured tasks come (it is waiting for a notification or its next poll)."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    unknown = set(args.systems) - set(SYSTEMS)
+    if unknown:
+        raise SystemExit(f"--systems takes some of {', '.join(SYSTEMS)}, not {sorted(unknown)}")
+    repeat = args.repeat or (1 if args.quick else 3)
+    plan_sizes = QUICK if args.quick else FULL
+    progress = Console(stderr=True, log_path=False)
+    document: dict[str, Any] = {
+        "started_at": _now(),
+        "quick": args.quick,
+        "repeat": repeat,
+        "sizes": asdict(plan_sizes),
+        "machine": machine.describe(),
+        "systems": {},
+    }
+    results: dict[str, list[Metric]] = {}
+    systems: dict[str, System] = {}
+    with tempfile.TemporaryDirectory(prefix="tenure-compare-") as folder:
+        settings = Settings(args.postgres_url, args.redis_url, Path(folder))
+        for key in args.systems:
+            plan = Plan(plan_sizes, repeat, say=_teller(progress, key))
+            system = systems[key] = SYSTEMS[key](settings)
+            before = _conditions()
+            try:
+                results[key] = measure(system, plan, Path(folder))
+                document["systems"][key] = {
+                    "setup": system.setup,
+                    "worker_argv": system.worker_argv()[1:],
+                    "versus": system.versus,
+                    **system.facts(),
+                    "before": before,
+                    "after": _conditions(),
+                }
+            finally:
+                system.close()
+    document["finished_at"] = _now()
+    document["results"] = report.results_json(results)
+    document["ratios"] = report.ratios_json(results, systems)
+    write_json(args.output, document)
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=report.WIDTH)  # `make bench-compare > file` keeps every column
+    postgres = next((s["postgres"] for s in document["systems"].values() if "postgres" in s), None)
+    lines = [machine.summary(document["machine"], postgres), _load_line(document["systems"])]
+    console.print(report.table(results, systems, repeat, "\n".join(lines)))
+    console.print(f"JSON written to {args.output}")
+    return 0
+
+
+def measure(system: System, plan: Plan, folder: Path) -> list[Metric]:
+    return [
+        enqueue_each(system, plan),
+        enqueue_bulk(system, plan),
+        drain(system, plan, workers=1),
+        drain(system, plan, workers=2),
+        *pickup(system, plan, folder),
+    ]
+
+
+def enqueue_each(system: System, plan: Plan) -> Metric:
+    count = plan.sizes.enqueue_single
+    samples = []
+    for run in range(1, plan.repeat + 1):
+        system.fresh()
+        system.enqueue_each(1)  # connects, outside the clock
+        started = time.perf_counter()
+        system.enqueue_each(count)
+        samples.append(count / (time.perf_counter() - started))
+        plan.say(f"enqueue {count:,} one call each, run {run}: {samples[-1]:,.0f} tasks/s")
+    label = f"enqueue, 1 call per task ({count:,})"
+    return Metric("enqueue.single", label, "tasks/s", True, samples, {"tasks": count})
+
+
+def enqueue_bulk(system: System, plan: Plan) -> Metric:
+    count = plan.sizes.enqueue_bulk
+    samples = []
+    for run in range(1, plan.repeat + 1):
+        system.fresh()
+        system.enqueue_each(1)
+        started = time.perf_counter()
+        system.enqueue_bulk(count)
+        samples.append(count / (time.perf_counter() - started))
+        how = "one bulk call" if system.bulk else "one call each: no bulk API"
+        plan.say(f"enqueue {count:,} in {how}, run {run}: {samples[-1]:,.0f} tasks/s")
+    params = {"tasks": count, "bulk_api": system.bulk}
+    return Metric(
+        "enqueue.bulk", f"enqueue, 1 bulk call of {count:,}", "tasks/s", True, samples, params
+    )
+
+
+def drain(system: System, plan: Plan, workers: int) -> Metric:
+    count = plan.sizes.drain
+    samples: list[float] = []
+    startups: list[float] = []
+    for run in range(1, plan.repeat + 1):
+        system.fresh()
+        system.fill(count)
+        spawned = time.perf_counter()
+        with start_workers(system, workers, {}) as running:
+            began = wait_until(
+                lambda: system.progress().queued < count, "a task is taken", workers=running
+            )
+            ended = wait_until(
+                lambda: system.progress().finished >= count,
+                f"{count:,} tasks are done",
+                workers=running,
+            )
+        samples.append(count / (ended - began))
+        startups.append(began - spawned)
+        plan.say(
+            f"drain {count:,} with {workers} worker(s), run {run}: {samples[-1]:,.0f} tasks/s "
+            f"({ended - began:.2f} s; first task taken {startups[-1]:.2f} s after spawning)"
+        )
+    plural = "es" if workers > 1 else ""
+    return Metric(
+        f"drain.workers_{workers}",
+        f"drain {count:,}, {workers} worker process{plural}",
+        "tasks/s",
+        True,
+        samples,
+        {"tasks": count, "workers": workers, "startup_seconds": startups},
+    )
+
+
+def pickup(system: System, plan: Plan, folder: Path) -> list[Metric]:
+    runs = []
+    for run in range(1, plan.repeat + 1):
+        waits = _waits(system, plan.sizes.pickup, plan.sizes.pickup_gap, folder)
+        runs.append(percentiles(waits, PERCENTILES))
+        shown = ", ".join(f"p{p} {runs[-1][p]:.1f} ms" for p in PERCENTILES)
+        plan.say(f"pickup of {len(waits)} tasks by an idle worker, run {run}: {shown}")
+    params = {"tasks": plan.sizes.pickup, "gap_seconds": plan.sizes.pickup_gap, "workers": 1}
+    return [
+        Metric(f"pickup.p{p}", f"pickup latency p{p}", "ms", False, [r[p] for r in runs], params)
+        for p in PERCENTILES
+    ]
+
+
+def _waits(system: System, count: int, gap: float, folder: Path) -> list[float]:
+    """Milliseconds from just before each enqueue call to the task's start."""
+    system.fresh()
+    marks = folder / f"marks-{uuid.uuid4().hex[:8]}.txt"
+    sent: list[float] = []
+    with start_workers(system, 1, {MARKS_ENV: str(marks)}) as running:
+        system.enqueue_mark(-1)
+        wait_until(lambda: -1 in read_marks(marks), "the warm-up task starts", workers=running)
+        time.sleep(SETTLE)
+        begin = time.perf_counter()
+        for index in range(count):
+            time.sleep(max(0.0, begin + index * gap - time.perf_counter()))
+            sent.append(time.time())
+            system.enqueue_mark(index)
+        wait_until(lambda: len(read_marks(marks)) > count, f"{count} tasks start", workers=running)
+    started = read_marks(marks)
+    marks.unlink()
+    return [(started[index] - sent[index]) * 1000 for index in range(count)]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.compare", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="small sizes, 1 run: a smoke run")
+    parser.add_argument("--repeat", type=int, default=None, help="runs per metric (3; quick: 1)")
+    parser.add_argument(
+        "--systems",
+        type=lambda text: [part.strip() for part in text.split(",") if part.strip()],
+        default=list(SYSTEMS),
+        help=f"comma-separated, some of {', '.join(SYSTEMS)} (default: all)",
+    )
+    parser.add_argument(
+        "--postgres-url",
+        default=os.environ.get("TENURE_BENCH_POSTGRES_URL") or POSTGRES_URL,
+        help="server where throwaway databases are created and dropped",
+    )
+    parser.add_argument("--redis-url", default=REDIS_URL, help="Huey's Redis (db is flushed)")
+    parser.add_argument("--output", type=Path, default=OUTPUT, help="JSON document")
+    return parser
+
+
+def _teller(progress: Console, key: str) -> Callable[[str], None]:
+    def say(line: str) -> None:
+        progress.log(f"{key}: {line}")
+
+    return say
+
+
+def _conditions() -> dict[str, Any]:
+    """What else the machine is doing: the load average and the cost of one fsync."""
+    return {"load_average": list(os.getloadavg()), "fsync_ms": machine.fsync_ms()}
+
+
+def _load_line(systems: dict[str, dict[str, Any]]) -> str:
+    """The 1-minute load average as each system's measurement began and ended: above
+    the core count, something else was running (another benchmark, a test suite)."""
+    loads = ", ".join(
+        f"{key} {facts['before']['load_average'][0]:.1f}/{facts['after']['load_average'][0]:.1f}"
+        for key, facts in systems.items()
+    )
+    return f"load average at start/end of each: {loads}"
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")

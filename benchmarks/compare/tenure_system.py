@@ -1,0 +1,118 @@
+"""tenure, through its public API, on SQLite and on PostgreSQL.
+
+Setup: ``tenure.App(url)`` with two tasks (``@app.task``); enqueue with
+``.enqueue()`` (one transaction per task) and ``.enqueue_many()`` (one for all).
+Workers are real ``tenure worker`` processes, as a deployment starts them:
+``--no-scheduler`` (nothing is scheduled, and the competitors' workers run no
+scheduler either), ``--concurrency 4`` (the default, made explicit: 4
+threads), the default prefetch (following the work), the default idle
+wake-ups (LISTEN/NOTIFY on PostgreSQL; on SQLite, the database's change
+counter), ``--log-level WARNING`` (no log line per task). SQLite runs with
+tenure's own settings (WAL, synchronous FULL).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from benchmarks.compare.system import (
+    PostgresDatabases,
+    Progress,
+    Settings,
+    SQLiteFiles,
+    System,
+    record_start,
+)
+from tenure import App, Status, TaskFilter, __version__
+from tenure.function import TaskFunction
+
+APP_PATH = "benchmarks.compare.tenure_system:app"
+TOPIC = "compare"
+CONCURRENCY = 4
+
+
+def noop() -> None:
+    """Does nothing."""
+
+
+def build(url: str | None) -> tuple[App, TaskFunction[[], None], TaskFunction[[int], None]]:
+    """An App on ``url`` with the benchmark's two tasks."""
+    app = App(url)
+    no_op = app.task(name="compare.noop", topic=TOPIC)(noop)
+    mark = app.task(name="compare.mark", topic=TOPIC)(record_start)
+    return app, no_op, mark
+
+
+app, _, _ = build(None)
+"""What the worker processes run (``--app benchmarks.compare.tenure_system:app``)."""
+
+
+class Tenure(System):
+    noop: TaskFunction[[], None]
+    mark: TaskFunction[[int], None]
+    bulk = True
+    setup = (
+        f"tenure worker --no-scheduler --concurrency {CONCURRENCY} "
+        "(4 threads, default prefetch and idle wake-ups); .enqueue() / .enqueue_many()"
+    )
+
+    def __init__(self, store: str, settings: Settings) -> None:
+        self.key = f"tenure-{store}"
+        self.store = store
+        self.places: PostgresDatabases | SQLiteFiles = (
+            PostgresDatabases(settings.postgres_url, "tenure_compare")
+            if store == "postgres"
+            else SQLiteFiles(settings.folder, "tenure")
+        )
+        self.url = ""
+        self.app: App | None = None
+
+    def fresh(self) -> None:
+        self._disconnect()
+        place = self.places.fresh()
+        self.url = place if isinstance(place, str) else f"sqlite:///{place}"
+        self.app, self.noop, self.mark = build(self.url)
+        _ = self.app.store  # creates the store and applies the migrations
+
+    def enqueue_each(self, count: int) -> None:
+        for _ in range(count):
+            self.noop.enqueue()
+
+    def enqueue_bulk(self, count: int) -> None:
+        self.noop.enqueue_many([()] * count)
+
+    def enqueue_mark(self, index: int) -> None:
+        self.mark.enqueue(index)
+
+    def progress(self) -> Progress:
+        assert self.app is not None
+        store = self.app.store
+        return Progress(
+            queued=store.task_count(TaskFilter(status=Status.PENDING)),
+            finished=store.task_count(TaskFilter(status=Status.DONE)),
+        )
+
+    def worker_argv(self) -> list[str]:
+        return [
+            *(sys.executable, "-m", "tenure", "worker", "--app", APP_PATH, "--url", self.url),
+            *("--no-scheduler", "--concurrency", str(CONCURRENCY)),
+            *("--log-level", "WARNING"),
+        ]
+
+    def facts(self) -> dict[str, Any]:
+        facts: dict[str, Any] = {"tenure": __version__}
+        if isinstance(self.places, PostgresDatabases):
+            facts["postgres"] = self.places.version()
+        else:
+            facts["sqlite"] = "WAL, synchronous FULL (tenure's settings)"
+        return facts
+
+    def close(self) -> None:
+        self._disconnect()
+        self.places.close()
+
+    def _disconnect(self) -> None:
+        if self.app is not None:
+            self.app.close()
+            self.app = None

@@ -1,0 +1,204 @@
+"""The application object: configuration, the task registry and the store, wired here.
+
+``App()`` with no URL uses ``$TENURE_URL``, or else the embedded SQLite file
+``tenure.db`` in the working directory. The store is opened on first use, so
+creating an App and declaring tasks has no side effects. Only functions declared
+with ``@app.task`` can be enqueued by name or run by a worker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
+
+from tenure.admin import TaskAdmin
+from tenure.errors import ConfigError, InvalidInput
+from tenure.function import TaskConfig, TaskFunction
+from tenure.handle import TaskHandle
+from tenure.ids import default_owner
+from tenure.maintenance.periodic import Periodic
+from tenure.retry import Backoff
+from tenure.store import DEFAULT_MAX_PAYLOAD_BYTES, Store, open_store, resolve_url
+from tenure.store.url import redact
+from tenure.store.validate import seconds as check_seconds
+from tenure.unique import DEFAULT_TTL, Unique
+
+if TYPE_CHECKING:
+    from tenure.maintenance.scheduler import Scheduler
+    from tenure.worker import Worker
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class App:
+    """A tenure application bound to one store."""
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+        unique_ttl: float = DEFAULT_TTL,
+        migrate: bool = True,
+    ) -> None:
+        self.url = resolve_url(url)
+        self.max_payload_bytes = max_payload_bytes
+        self.migrate = migrate
+        """Whether opening a PostgreSQL store applies its migrations (False: the
+        schema is ``tenure migrate``'s to keep). SQLite's file is always brought
+        up to date: it has no one else to do it."""
+        self.unique_ttl = check_seconds(unique_ttl, "unique_ttl")
+        """Lifetime of a unique lock, in seconds from the task's scheduled time,
+        for tasks whose :class:`~tenure.Unique` gives no ``ttl``."""
+        self.registry: dict[str, TaskFunction[Any, Any]] = {}
+        self.periodics: list[Periodic] = []
+        self.import_path: str | None = None
+        """``module:attribute`` that finds this App again (child processes need it)."""
+
+    def use(self, url: str) -> None:
+        """Point the App at another store before it is first used (``--url``)."""
+        if "store" in self.__dict__:
+            raise ConfigError("the App's store is open already; choose the URL before using it")
+        self.url = resolve_url(url)
+
+    @cached_property
+    def store(self) -> Store:
+        """The store, opened (and migrated, unless told not to) on first use."""
+        options: dict[str, object] = {"max_payload_bytes": self.max_payload_bytes}
+        if not self.migrate and not self.url.startswith("sqlite"):
+            options["migrate"] = False
+        return open_store(self.url, **options)
+
+    @cached_property
+    def tasks(self) -> TaskAdmin:
+        """Look up, list, count, cancel and retry tasks."""
+        return TaskAdmin(self.store)
+
+    @overload
+    def task(self, fn: Callable[P, R], /) -> TaskFunction[P, R]: ...
+
+    @overload
+    def task(
+        self,
+        *,
+        name: str | None = None,
+        topic: str = "default",
+        sub_topic: str = "default",
+        retries: int = 0,
+        timeout: float | None = None,
+        priority: int = 0,
+        tags: set[str] | frozenset[str] = frozenset(),
+        backoff: Backoff | None = None,
+        unique: Unique | None = None,
+    ) -> Callable[[Callable[P, R]], TaskFunction[P, R]]: ...
+
+    # mypy wrongly reports this implementation as not accepting overload 2 when the
+    # overload's type variables appear only in its return type.
+    def task(  # type: ignore[misc]
+        self,
+        fn: Callable[..., Any] | None = None,
+        /,
+        *,
+        name: str | None = None,
+        topic: str = "default",
+        sub_topic: str = "default",
+        retries: int = 0,
+        timeout: float | None = None,
+        priority: int = 0,
+        tags: set[str] | frozenset[str] = frozenset(),
+        backoff: Backoff | None = None,
+        unique: Unique | None = None,
+    ) -> TaskFunction[Any, Any] | Callable[[Callable[P, R]], TaskFunction[P, R]]:
+        """Declare a task: ``@app.task`` or ``@app.task(topic=..., retries=...)``.
+
+        ``retries`` is how many times a failed attempt is tried again, so a task
+        runs at most ``retries + 1`` times, waiting ``backoff`` between tries and
+        losing ``backoff.priority_step`` priority each time. The name defaults to the function's
+        module and qualified name; workers find the function by it. ``unique``
+        makes identical tasks exclusive (:class:`~tenure.Unique`).
+        """
+
+        def register(function: Callable[P, R]) -> TaskFunction[P, R]:
+            config = TaskConfig(
+                name=name or f"{function.__module__}.{function.__qualname__}",
+                topic=topic,
+                sub_topic=sub_topic,
+                retries=retries,
+                timeout=timeout,
+                priority=priority,
+                tags=frozenset(tags),
+                backoff=backoff or Backoff(),
+                unique=unique,
+            )
+            if config.name in self.registry:
+                raise ConfigError(f"a task named {config.name!r} is registered already")
+            task_function = TaskFunction(self, function, config)
+            self.registry[config.name] = task_function
+            return task_function
+
+        return register if fn is None else register(fn)
+
+    def enqueue(self, name: str, *args: Any, **kwargs: Any) -> TaskHandle[Any]:
+        """Enqueue the registered task ``name``; an unknown name is refused."""
+        return self.lookup(name).enqueue(*args, **kwargs)
+
+    def lookup(self, name: str) -> TaskFunction[Any, Any]:
+        """The registered task called ``name``."""
+        try:
+            return self.registry[name]
+        except KeyError:
+            known = ", ".join(sorted(self.registry)) or "none"
+            raise InvalidInput(
+                "name", f"no task named {name!r} is registered (known: {known})"
+            ) from None
+
+    def periodic(
+        self,
+        schedule: str | float,
+        *,
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+        name: str | None = None,
+    ) -> Callable[[TaskFunction[P, R]], TaskFunction[P, R]]:
+        """Enqueue a task on a schedule: a cron expression (``"*/5 * * * *"``) or an
+        interval in seconds. Apply it above ``@app.task``; the scheduler enqueues
+        one task per tick, exactly once, with ``args``/``kwargs``."""
+
+        def register(function: TaskFunction[P, R]) -> TaskFunction[P, R]:
+            if not isinstance(function, TaskFunction):
+                raise ConfigError("@app.periodic goes above @app.task")
+            periodic = Periodic(function, schedule, args, dict(kwargs or {}), name or "")
+            if any(p.name == periodic.name for p in self.periodics):
+                raise ConfigError(f"a periodic task named {periodic.name!r} exists already")
+            self.periodics.append(periodic)
+            return function
+
+        return register
+
+    def scheduler(self, owner: str | None = None, **options: Any) -> Scheduler:
+        """The scheduler for this App's store; see :class:`tenure.maintenance.Scheduler`."""
+        from tenure.maintenance.scheduler import Scheduler  # noqa: PLC0415
+
+        return Scheduler(self.store, owner or default_owner(), periodics=self.periodics, **options)
+
+    def worker(self, **options: Any) -> Worker:
+        """A worker for this App's tasks; see :class:`tenure.worker.Worker`."""
+        from tenure.worker import Worker  # noqa: PLC0415 - the worker is loaded on demand
+
+        return Worker(self, **options)
+
+    def handle(self, task_id: str) -> TaskHandle[Any]:
+        """A handle on an existing task, to refresh or wait on it."""
+        return TaskHandle(self, task_id)
+
+    def close(self) -> None:
+        """Close the store if it was opened."""
+        if "store" in self.__dict__:
+            self.store.close()
+            del self.__dict__["store"]
+            self.__dict__.pop("tasks", None)
+
+    def __repr__(self) -> str:
+        return f"App({redact(self.url)!r})"

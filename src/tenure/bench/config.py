@@ -1,0 +1,53 @@
+"""How big each measurement is: the issue's sizes, and small ones for a smoke run."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Sizes:
+    """Work per repetition of each measurement."""
+
+    enqueue_single: int = 2_000
+    """Tasks enqueued one call each."""
+    enqueue_bulk: int = 1_000
+    """Tasks in the one ``enqueue_many`` call."""
+    drain: int = 20_000
+    """Tasks queued before the workers start."""
+    pickup: int = 200
+    """Tasks enqueued one at a time to an idle worker..."""
+    pickup_gap: float = 0.02
+    """...this many seconds apart."""
+    histories: tuple[int, ...] = (10_000, 1_000_000)
+    """Finished tasks in the store while reserve is timed."""
+    reserve_calls: int = 500
+    """Single-task reserve calls timed per repetition."""
+    limit_seconds: float = 5.0
+    """How long each run of the database's own write loop lasts."""
+    memory_drain: int = 1_000_000
+    """Tasks one worker drains while its resident memory is watched (once)."""
+
+
+FULL = Sizes()
+QUICK = Sizes(
+    enqueue_single=100,
+    enqueue_bulk=1_000,
+    drain=500,
+    pickup=20,
+    histories=(1_000, 10_000),
+    reserve_calls=50,
+    limit_seconds=0.5,
+    memory_drain=20_000,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What every measurement is told: its sizes, how many repetitions, and
+    where to say how each repetition went (progress for the person waiting)."""
+
+    sizes: Sizes
+    repeat: int
+    say: Callable[[str], None] = print

@@ -1,0 +1,82 @@
+"""Drain throughput: a backlog of no-op tasks, then real worker processes.
+
+The clock is the benchmark's, outside the workers: it starts when polling the
+store first sees a task taken (so the workers' start-up is not counted; it is
+recorded apart) and stops when it sees the last one done.
+"""
+
+from __future__ import annotations
+
+import time
+
+from tenure.bench.app import bench_app
+from tenure.bench.config import Plan
+from tenure.bench.metrics import Metric
+from tenure.bench.processes import bench_workers, wait_until
+from tenure.bench.target import Target
+from tenure.store import Store, TaskFilter
+from tenure.task import Status
+
+CHUNK = 1_000
+"""Tasks per ``enqueue_many`` while filling the backlog."""
+
+POLL = 0.05
+"""Seconds between the benchmark's counts: often enough for drains that last
+seconds, rare enough to take little of the machine from the workers."""
+
+
+def measure(target: Target, plan: Plan) -> list[Metric]:
+    return [backlog(target, plan, workers) for workers in (1, 2)]
+
+
+def backlog(target: Target, plan: Plan, workers: int) -> Metric:
+    count = plan.sizes.drain
+    samples: list[float] = []
+    startups: list[float] = []
+    for run in range(1, plan.repeat + 1):
+        startup, seconds = _drain_once(target.fresh(), count, workers)
+        samples.append(count / seconds)
+        startups.append(startup)
+        plan.say(
+            f"drain {count:,} with {workers} worker(s), run {run}: {samples[-1]:,.0f} tasks/s "
+            f"({seconds:.2f} s, first task taken {startup:.2f} s after the start)"
+        )
+    return Metric(
+        f"drain.workers_{workers}",
+        f"drain {count:,}, {workers} worker process{'es' if workers > 1 else ''}",
+        "tasks/s",
+        True,
+        samples,
+        {"tasks": count, "workers": workers, "startup_seconds": startups},
+    )
+
+
+def _drain_once(url: str, count: int, workers: int) -> tuple[float, float]:
+    """(seconds from spawning to the first task taken, seconds from then to the
+    last task done)."""
+    app, noop = bench_app(url)
+    for first in range(0, count, CHUNK):
+        noop.enqueue_many([()] * min(CHUNK, count - first))
+    store = app.store
+    try:
+        spawned = time.perf_counter()
+        with bench_workers(url, workers) as running:
+            began = wait_until(
+                lambda: _count(store, Status.PENDING) < count,
+                "a worker takes a task",
+                workers=running,
+                interval=POLL,
+            )
+            ended = wait_until(
+                lambda: _count(store, Status.DONE) >= count,
+                f"all {count:,} tasks are done",
+                workers=running,
+                interval=POLL,
+            )
+    finally:
+        app.close()
+    return began - spawned, ended - began
+
+
+def _count(store: Store, status: Status) -> int:
+    return store.task_count(TaskFilter(status=status))

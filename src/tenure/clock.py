@@ -1,0 +1,31 @@
+"""Wall-clock helpers: one notion of "now" and conversions for stores that keep epochs.
+
+Wall time is used only for what it is good for (delays, timings, display). Nothing
+that decides whether a lease is alive compares one machine's wall clock with a
+timestamp written by another; the supervisor uses each process's monotonic clock.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+
+
+def utcnow() -> datetime:
+    """The current wall time as an aware UTC datetime."""
+    return datetime.now(UTC)
+
+
+def to_epoch(moment: datetime) -> float:
+    """Seconds since the Unix epoch for an aware datetime."""
+    return moment.timestamp()
+
+
+def from_epoch(seconds: float) -> datetime:
+    """An aware UTC datetime from seconds since the Unix epoch."""
+    return datetime.fromtimestamp(seconds, UTC)
+
+
+def epoch_or_now(moment: datetime | None) -> float:
+    """``moment`` as an epoch, or the current wall time when it is None."""
+    return time.time() if moment is None else moment.timestamp()

@@ -1,0 +1,71 @@
+"""What task code may raise to steer its own task, and what it may ask about itself.
+
+``raise tenure.Snooze(seconds)`` pauses the task (status snoozed; the supervisor
+wakes it later). ``raise tenure.Retry(in_=seconds)`` asks for another attempt.
+Neither is an error, so neither derives from :class:`~tenure.errors.TenureError`.
+``tenure.current()`` tells running code which task and attempt it is.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+from tenure.store.types import Lease
+from tenure.task import Task
+
+
+class ControlFlow(Exception):
+    """Base of the signals task code raises to steer its task."""
+
+
+class Snooze(ControlFlow):
+    """Pause this task for ``seconds``; it does not spend an attempt."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"snooze for {seconds}s")
+        self.seconds = seconds
+
+
+class Retry(ControlFlow):
+    """End this attempt and try again ``in_`` seconds later (while attempts remain);
+    ``None`` uses the task's backoff."""
+
+    def __init__(self, in_: float | None = None, reason: str = "retry requested") -> None:
+        super().__init__(reason)
+        self.in_ = in_
+
+
+@dataclass(frozen=True, slots=True)
+class Current:
+    """The running task, as the worker reserved it."""
+
+    task: Task
+    lease: Lease
+
+    @property
+    def attempt(self) -> int:
+        """1 for the first attempt, 2 for the first retry, and so on."""
+        return self.task.attempts
+
+    @property
+    def fencing_token(self) -> int:
+        """Grows with every reservation of this task: pass it to systems you write
+        to, so they can refuse writes from an older, superseded attempt."""
+        return self.lease.token
+
+
+_current: ContextVar[Current | None] = ContextVar("tenure_current", default=None)
+
+
+def current() -> Current:
+    """The task this code is running as; ``RuntimeError`` outside a task."""
+    found = _current.get()
+    if found is None:
+        raise RuntimeError("tenure.current() is only available inside a running task")
+    return found
+
+
+def set_current(value: Current | None) -> None:
+    """Used by the worker around each execution."""
+    _current.set(value)

@@ -1,0 +1,1 @@
+"""Maintenance: the work one elected process does for everyone sharing a store."""

@@ -1,0 +1,172 @@
+"""The one scheduler: the cycle that the elected leader runs for everyone.
+
+Each cycle (every ``interval`` seconds, 1 s by default), if this process leads:
+
+1. supervise leases: revoke tasks whose holders went silent (rollback of lost
+   tasks) and wake snoozed tasks whose snooze is over (also halfway between
+   cycles, so recovery takes at most one lease time plus one cycle);
+2. enqueue due periodic tasks, once per tick;
+3. every ``prune_every`` seconds: delete finished tasks and events older than
+   the retention (7 days by default), forget workers silent for long, expire
+   unique locks past their time to live (a lock's own task gives it up in the
+   transition that ends its phase; this is the safety net), and, where the
+   database does not (PostgreSQL with autovacuum off), refresh the planner's
+   statistics of tables that changed much.
+
+A process that stands by still watches leases (the mark half of supervision,
+every half leader lease): should the leader die with a worker, whoever takes
+over already knows how long each lease has gone unrenewed, and the dead
+worker's tasks come back about one lease after its last keepalive, not one
+leader lease plus one lease. Marks stay valid across terms: each says "this
+version, first seen then by my own clock", and a revoke is a compare-and-set
+on that version.
+
+Retries need no step of their own: a failed attempt goes back to pending with
+its backoff in ``run_at``, and reserve honours ``run_at``. Every step is
+idempotent and compare-and-set, so a cycle that runs twice, or late, is harmless;
+a step that fails is logged and retried next cycle without stopping the others.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from tenure.errors import TenureError
+from tenure.maintenance.leader import Leadership
+from tenure.maintenance.periodic import Periodic, PeriodicEnqueuer
+from tenure.maintenance.supervisor import Supervisor
+from tenure.store import Store
+from tenure.task import Task
+
+log = logging.getLogger("tenure.scheduler")
+
+DEFAULT_RETENTION = 7 * 24 * 3600.0
+
+
+@dataclass(slots=True)
+class CycleReport:
+    """What one cycle did (``leader`` false: it only stood by)."""
+
+    leader: bool
+    revoked: list[Task] = field(default_factory=list)
+    enqueued: int = 0
+    pruned_tasks: int = 0
+    pruned_events: int = 0
+    expired_locks: int = 0
+    analyzed: list[str] = field(default_factory=list)
+    failed_steps: list[str] = field(default_factory=list)
+
+
+class Scheduler:
+    """Runs the cycle while it holds the leadership; stands by otherwise."""
+
+    def __init__(
+        self,
+        store: Store,
+        owner: str,
+        *,
+        periodics: list[Periodic] | None = None,
+        interval: float = 1.0,
+        supervise_every: float | None = None,
+        leader_lease: float = 10.0,
+        retention: float = DEFAULT_RETENTION,
+        prune_every: float = 60.0,
+        worker_silence: float = 300.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.store = store
+        self.interval = interval
+        # Twice a cycle by default: a keepalive is seen at most half a cycle
+        # late, and an expiry acted on at most half a cycle late, so a dead
+        # worker's tasks come back within one lease time plus one cycle.
+        self.supervise_every = interval / 2 if supervise_every is None else supervise_every
+        self.retention = retention
+        self.prune_every = prune_every
+        self.worker_silence = worker_silence
+        self.clock = clock
+        self.leadership = Leadership(store, owner, lease_seconds=leader_lease, clock=clock)
+        self.supervisor = Supervisor(store, clock=clock)
+        self.periodic = PeriodicEnqueuer(periodics or [])
+        self.watch_every = leader_lease / 2
+        self._next_prune = self._next_watch = 0.0
+        self._was_leader = False
+
+    def run_once(self) -> CycleReport:
+        """One cycle: lead and work, or stand by (and watch leases now and then)."""
+        leading = self.leadership.tick()
+        if leading and not self._was_leader:  # a new term: ticks from what the store says
+            self.periodic.reset()
+        self._was_leader = leading
+        report = CycleReport(leader=leading)
+        if not leading:
+            self._watch()
+            return report
+        self._step(report, "supervise", lambda: self._supervise(report))
+        self._step(report, "periodic", lambda: self._enqueue(report))
+        if self.clock() >= self._next_prune:
+            self._step(report, "prune", lambda: self._prune(report))
+            self._next_prune = self.clock() + self.prune_every
+        return report
+
+    def _step(self, report: CycleReport, name: str, step: Callable[[], None]) -> None:
+        if not self.leadership.is_leader:  # paused since the cycle began: do no more
+            return
+        try:
+            step()
+        except TenureError as exc:
+            log.warning("scheduler step %s failed, will retry next cycle: %s", name, exc)
+            report.failed_steps.append(name)
+
+    def _watch(self) -> None:
+        """Standing by: mark leases, never sweep."""
+        if self.clock() < self._next_watch:
+            return
+        self._next_watch = self.clock() + self.watch_every
+        try:
+            self.supervisor.mark()
+        except TenureError as exc:
+            log.warning("standby could not watch leases, will retry: %s", exc)
+
+    def _supervise(self, report: CycleReport) -> None:
+        report.revoked = self.supervisor.run_once().revoked
+
+    def _enqueue(self, report: CycleReport) -> None:
+        report.enqueued = self.periodic.run_once(self.store)
+
+    def _prune(self, report: CycleReport) -> None:
+        report.pruned_tasks = self.store.task_prune(self.retention, limit=10_000)
+        report.pruned_events = self.store.event_prune(self.retention, limit=10_000)
+        report.expired_locks = self.store.unique_lock_prune()
+        self.store.worker_prune(self.worker_silence)
+        report.analyzed = self.store.statistics_refresh()
+
+    def supervise_between_cycles(self) -> list[Task]:
+        """Supervision alone, while the leadership is held (no extension needed:
+        the cycle keeps it); the tasks revoked."""
+        report = CycleReport(leader=self.leadership.is_leader)
+        if report.leader:
+            self._step(report, "supervise", lambda: self._supervise(report))
+        return report.revoked
+
+    def run(self, stop: threading.Event) -> None:
+        """Cycle until ``stop`` is set, supervising between cycles too, then give
+        the leadership up."""
+        log.info("scheduler %s standing by", self.leadership.owner)
+        next_cycle = next_supervision = self.clock()
+        try:
+            while not stop.is_set():
+                now = self.clock()
+                if now >= next_cycle:
+                    self.run_once()
+                    next_cycle = now + self.interval
+                    next_supervision = now + self.supervise_every
+                elif now >= next_supervision:
+                    self.supervise_between_cycles()
+                    next_supervision = now + self.supervise_every
+                stop.wait(max(0.0, min(next_cycle, next_supervision) - self.clock()))
+        finally:
+            self.leadership.resign()

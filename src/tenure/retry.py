@@ -1,0 +1,42 @@
+"""When a failed attempt is tried again: exponential backoff with jitter.
+
+riaktq lowers a retried task's priority by one; ``priority_step`` keeps that
+(set it to 0 to keep priority).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from tenure.errors import InvalidInput
+from tenure.store.validate import integer, seconds
+
+
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    """Delay before retry ``n`` (n = 1 for the first retry) is
+    ``min(maximum, base * factor ** (n - 1))``, scaled down by up to ``jitter``
+    (0.5: a random 50 to 100 % of it), so retries of many tasks spread out."""
+
+    base: float = 1.0
+    factor: float = 2.0
+    maximum: float = 600.0
+    jitter: float = 0.5
+    priority_step: int = 1
+
+    def __post_init__(self) -> None:
+        seconds(self.base, "backoff.base", allow_zero=True)
+        seconds(self.maximum, "backoff.maximum", allow_zero=True)
+        if not 1.0 <= self.factor <= 100.0:
+            raise InvalidInput("backoff.factor", "must be between 1 and 100")
+        if not 0.0 <= self.jitter <= 1.0:
+            raise InvalidInput("backoff.jitter", "must be between 0 and 1")
+        integer(self.priority_step, "backoff.priority_step", minimum=0)
+
+    def delay(self, retry: int, rand: random.Random | None = None) -> float:
+        """Seconds to wait before retry number ``retry`` (1-based)."""
+        exponent = max(0, retry - 1)
+        full = min(self.maximum, self.base * self.factor ** min(exponent, 64))
+        spread = (rand or random).uniform(1.0 - self.jitter, 1.0)
+        return full * spread

@@ -1,0 +1,42 @@
+"""Stores: where tasks live. :func:`open_store` picks one from a URL."""
+
+from __future__ import annotations
+
+from tenure.store.base import DEFAULT_MAX_PAYLOAD_BYTES, Store
+from tenure.store.types import (
+    Completion,
+    Event,
+    Failure,
+    Lease,
+    LockPhase,
+    NewTask,
+    OnConflict,
+    Outcome,
+    Page,
+    ReserveParams,
+    TaskFilter,
+    UniqueLock,
+    UniqueRule,
+)
+from tenure.store.url import DEFAULT_URL, open_store, resolve_url
+
+__all__ = [
+    "DEFAULT_MAX_PAYLOAD_BYTES",
+    "DEFAULT_URL",
+    "Completion",
+    "Event",
+    "Failure",
+    "Lease",
+    "LockPhase",
+    "NewTask",
+    "OnConflict",
+    "Outcome",
+    "Page",
+    "ReserveParams",
+    "Store",
+    "TaskFilter",
+    "UniqueLock",
+    "UniqueRule",
+    "open_store",
+    "resolve_url",
+]

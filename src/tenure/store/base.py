@@ -1,0 +1,619 @@
+"""The store contract every backend fulfils (Sokka's TaskStore + LeaseSupervision).
+
+:class:`Store` holds what is the same for every backend — validation at the
+boundary, single-item operations expressed through the batch ones, cursors, and
+the rules that explain why a lease holder's write was refused — and leaves to each
+backend only how rows are stored (the ``_``-prefixed abstract methods).
+
+Fencing: a reservation grants a :class:`Lease` whose token is the task's
+``record_ver`` right after the reservation, so every later reservation carries a
+larger token. A holder's write succeeds only while the task is running under that
+very token; revoke and cancel clear the token, so a holder that was paused, lost
+its network or was presumed dead changes nothing when it comes back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+from tenure import serializer
+from tenure.errors import (
+    AlreadyDone,
+    DuplicateTask,
+    InvalidInput,
+    InvalidTransition,
+    LeaseExpired,
+    LeaseLost,
+    TaskNotFound,
+    TenureError,
+    UniqueConflict,
+    WrongOwner,
+)
+from tenure.store import cursor as cursors
+from tenure.store import validate
+from tenure.store.types import (
+    Completion,
+    Event,
+    Failure,
+    LeaderLease,
+    LeaderState,
+    Lease,
+    NewTask,
+    Outcome,
+    Page,
+    PreparedTask,
+    ReserveParams,
+    TaskFilter,
+    UniqueLock,
+    WorkerInfo,
+)
+from tenure.task import Status, Task, TaskError
+
+log = logging.getLogger("tenure.store")
+
+FOLLOW_START_TIMEOUT = 5.0
+"""Seconds ``task_notify`` waits for its thread to start following."""
+
+DEFAULT_MAX_PAYLOAD_BYTES = 1 << 20
+"""Largest JSON payload or result accepted, in bytes (1 MiB)."""
+
+Positioned = tuple[int, Task]
+"""A task with its position in the store's insertion order (for keyset paging)."""
+
+
+def refusal(task: Task | None, lease: Lease, target: Status) -> TenureError:
+    """Why a holder's write of ``lease`` towards ``target`` changed nothing.
+
+    Called by every backend after its conditional write matched no row, with the
+    task as it is now. The order of the checks is the contract:
+    a missing task, then a lease that is no longer the task's (revoked, or
+    replaced by a newer reservation, even by the same owner), then an owner that
+    does not match the lease, then the status table.
+    """
+    if task is None:
+        return TaskNotFound(lease.task_id)
+    if task.lease_token is None or task.lease_token != lease.token:
+        return LeaseLost(task.id, f"lease {lease.token} was revoked or replaced")
+    if task.assignee != lease.owner:
+        return WrongOwner(task.id, f"lease {lease.token} is held by {task.assignee!r}")
+    if task.status is Status.DONE:
+        return AlreadyDone(task.id, task.status, target)
+    if task.status is not Status.RUNNING:
+        return InvalidTransition(task.id, task.status, target)
+    return LeaseExpired(task.id, f"lease {lease.token} expired at {task.lease_expires_at}")
+
+
+def unique_conflict(conflicts: Sequence[tuple[int, str, str | None]]) -> UniqueConflict:
+    """The error of a batch whose items ``conflicts`` (index, key, holder) found
+    their unique locks held."""
+    _, key, holder = conflicts[0]
+    return UniqueConflict(key, holder, conflicts=tuple(conflicts))
+
+
+def unique_start_error(holder: str | None) -> TaskError:
+    """What a task refused at start by its unique lock records as its error."""
+    held_by = "another task" if holder is None else f"task {holder}"
+    return TaskError("UniqueConflict", f"its unique lock is held by {held_by}", "")
+
+
+def raise_if_refused(outcome: Outcome) -> Task:
+    if isinstance(outcome, TenureError):
+        raise outcome
+    return outcome
+
+
+class Store(ABC):
+    """A place where tasks live. Thread-safe; share one per process."""
+
+    def __init__(self, *, max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES) -> None:
+        self.max_payload_bytes = validate.integer(max_payload_bytes, "max_payload_bytes", minimum=1)
+
+    # -- creating ---------------------------------------------------------------
+
+    def task_create(
+        self, task: NewTask, *, now: datetime | None = None, connection: Any = None
+    ) -> Task:
+        """Create one task; ``DuplicateTask`` if its id exists."""
+        return self.task_create_many([task], now=now, connection=connection)[0]
+
+    def task_create_many(
+        self, tasks: Sequence[NewTask], *, now: datetime | None = None, connection: Any = None
+    ) -> list[Task]:
+        """Create all of ``tasks`` in one transaction, or none of them.
+
+        With ``connection`` (a driver connection of the caller's, inside its own
+        transaction) the tasks are written in that transaction: they exist if and
+        only if the caller commits.
+        """
+        prepared = [self._prepare(task, index, len(tasks)) for index, task in enumerate(tasks)]
+        seen: set[str] = set()
+        for task in prepared:
+            if task.id in seen:
+                raise DuplicateTask(task.id)
+            seen.add(task.id)
+        validate.moment(now, "now")
+        _refuse_shared_locks(prepared)
+        return self._create_many(prepared, now, connection) if prepared else []
+
+    def _prepare(self, task: NewTask, index: int, count: int) -> PreparedTask:
+        try:
+            return validate.prepare(task, self.max_payload_bytes)
+        except InvalidInput as exc:
+            if count == 1:
+                raise
+            raise InvalidInput(f"tasks[{index}].{exc.field}", exc.message) from None
+
+    # -- unique locks -------------------------------------------------------------
+
+    def unique_lock_list(
+        self, *, limit: int = 1000, now: datetime | None = None
+    ) -> list[UniqueLock]:
+        """The unique locks held now (expired ones are free, so not listed)."""
+        validate.moment(now, "now")
+        return self._unique_lock_list(validate.page_limit(limit), now)
+
+    def unique_lock_prune(self, *, now: datetime | None = None) -> int:
+        """Delete the locks past their time to live (the scheduler's safety net
+        for a lock its task never gave up); how many went."""
+        validate.moment(now, "now")
+        return self._unique_lock_prune(now)
+
+    # -- reading ------------------------------------------------------------------
+
+    def task_get(self, task_id: str) -> Task | None:
+        """The task with ``task_id``, or ``None``."""
+        return self._get(validate.text(task_id, "task_id"))
+
+    def task_list_group(self, group_id: str) -> list[Task]:
+        """Every task of a group, oldest first."""
+        return self._list_group(validate.text(group_id, "group_id"))
+
+    def task_list(
+        self, filters: TaskFilter | None = None, *, cursor: str | None = None, limit: int = 100
+    ) -> Page:
+        """One page of tasks matching ``filters``, oldest first."""
+        filters = validate.task_filter(filters or TaskFilter())
+        scope = cursors.scope_of(["list", _filter_key(filters)])
+        after = 0 if cursor is None else cursors.decode(cursor, scope)
+        limit = validate.page_limit(limit)
+        return _page(self._list(filters, after, limit), limit, scope)
+
+    def task_list_leased(
+        self, *, topics: Sequence[str] | None = None, cursor: str | None = None, limit: int = 1000
+    ) -> Page:
+        """One page of running and snoozed tasks: what the supervisor watches."""
+        topics = validate.topic_list(topics)
+        scope = cursors.scope_of(["leased", topics])
+        after = 0 if cursor is None else cursors.decode(cursor, scope)
+        limit = validate.page_limit(limit)
+        return _page(self._list_leased(topics, after, limit), limit, scope)
+
+    def event_list(self, *, after: int = 0, limit: int = 1000) -> list[Event]:
+        """Events with an id above ``after``, in id order."""
+        return self._event_list(
+            validate.integer(after, "after", minimum=0), validate.page_limit(limit)
+        )
+
+    # -- holding leases -----------------------------------------------------------
+
+    def task_reserve(self, params: ReserveParams) -> list[Task]:
+        """Lease up to ``params.limit`` runnable tasks: priority first, then oldest."""
+        return self._reserve(validate.reserve_params(params))
+
+    def lease_extend(
+        self, lease: Lease, lease_seconds: float, *, now: datetime | None = None
+    ) -> Task:
+        """Extend one lease; raises the refusal if it was not extended."""
+        return raise_if_refused(self.lease_extend_many([lease], lease_seconds, now=now)[0])
+
+    def lease_extend_many(
+        self, leases: Sequence[Lease], lease_seconds: float, *, now: datetime | None = None
+    ) -> list[Outcome]:
+        """Extend many leases in one round trip; each item succeeds or is refused alone."""
+        lease_seconds = validate.seconds(lease_seconds, "lease_seconds")
+        checked = _leases(leases, now)
+        return self._extend_many(checked, lease_seconds, now) if checked else []
+
+    def task_complete(
+        self, lease: Lease, result: Any = None, *, now: datetime | None = None
+    ) -> Task:
+        """Mark a held task done with ``result`` (Sokka's terminate!)."""
+        return raise_if_refused(self.task_complete_many([Completion(lease, result)], now=now)[0])
+
+    def task_complete_many(
+        self, completions: Sequence[Completion], *, now: datetime | None = None
+    ) -> list[Outcome]:
+        """Complete many held tasks in one round trip."""
+        _leases([c.lease for c in completions], now)
+        encoded = [
+            (c.lease, serializer.dumps(c.result, "result", self.max_payload_bytes))
+            for c in completions
+        ]
+        return self._complete_many(encoded, now) if encoded else []
+
+    def task_fail(
+        self,
+        lease: Lease,
+        error: TaskError,
+        *,
+        retry_in: float | None = None,
+        priority_step: int = 1,
+        now: datetime | None = None,
+    ) -> Task:
+        """Report a failed attempt: back to pending after ``retry_in``, or failed."""
+        failure = Failure(lease, error, retry_in, priority_step)
+        return raise_if_refused(self.task_fail_many([failure], now=now)[0])
+
+    def task_fail_many(
+        self, failures: Sequence[Failure], *, now: datetime | None = None
+    ) -> list[Outcome]:
+        """Report many failed attempts in one round trip."""
+        _leases([f.lease for f in failures], now)
+        checked = [
+            Failure(
+                f.lease,
+                validate.task_error(f.error),
+                None
+                if f.retry_in is None
+                else validate.seconds(f.retry_in, "retry_in", allow_zero=True),
+                validate.integer(
+                    f.priority_step, "priority_step", minimum=0, bounds=validate.INT32
+                ),
+            )
+            for f in failures
+        ]
+        return self._fail_many(checked, now) if checked else []
+
+    def task_snooze(self, lease: Lease, seconds: float, *, now: datetime | None = None) -> Task:
+        """Pause a held task for ``seconds``; the supervisor wakes it to pending."""
+        seconds = validate.seconds(seconds, "seconds", allow_zero=True)
+        _leases([lease], now)
+        return raise_if_refused(self._snooze(lease, seconds, now))
+
+    def task_release(self, lease: Lease, *, now: datetime | None = None) -> Task:
+        """Give a held task back to pending at once, not counting the attempt
+        (graceful shutdown)."""
+        _leases([lease], now)
+        return raise_if_refused(self._release(lease, now))
+
+    # -- supervising and administering --------------------------------------------
+
+    def task_revoke(
+        self, task_id: str, record_ver: int, *, now: datetime | None = None
+    ) -> Task | None:
+        """Take a running or snoozed task back if it is still at ``record_ver``.
+
+        Compare-and-set: returns the task as written, or ``None`` when the task
+        changed since (its holder is alive) or is no longer leased. A running
+        task whose attempts are used up goes to failed instead of pending.
+        """
+        validate.text(task_id, "task_id")
+        validate.integer(record_ver, "record_ver", minimum=1)
+        validate.moment(now, "now")
+        return self._revoke(task_id, record_ver, now)
+
+    def task_cancel(self, task_id: str, *, now: datetime | None = None) -> Task:
+        """Cancel a pending, running or snoozed task; its lease, if any, is lost."""
+        validate.moment(now, "now")
+        return self._admin_transition(validate.text(task_id, "task_id"), Status.CANCELLED, now)
+
+    def task_retry(self, task_id: str, *, now: datetime | None = None) -> Task:
+        """Send a failed or cancelled task back to pending with fresh attempts."""
+        validate.moment(now, "now")
+        return self._admin_transition(validate.text(task_id, "task_id"), Status.PENDING, now)
+
+    def task_wait(self, topics: Sequence[str] | None, timeout: float) -> bool:
+        """Block until tasks may have been created on ``topics`` (``None``: any),
+        or ``timeout`` seconds pass. True when woken early by a notification.
+
+        Stores without notifications just wait the timeout; callers poll.
+        """
+        time.sleep(validate.seconds(timeout, "timeout", allow_zero=True))
+        return False
+
+    def task_notify(
+        self, topics: Sequence[str] | None, wake: threading.Event
+    ) -> Callable[[], None]:
+        """Set ``wake`` whenever tasks may have become pending on ``topics``
+        (``None``: any), until the returned function is called.
+
+        By default a thread follows :meth:`task_wait`; a store that is told of
+        new tasks (PostgreSQL) sets ``wake`` from where it hears of them, one
+        thread hand-off fewer between an enqueue and its start. Stores that
+        are never told do nothing: their callers poll.
+        """
+        if type(self).task_wait is Store.task_wait:
+            return lambda: None
+        stopped, following = threading.Event(), threading.Event()
+
+        def follow() -> None:
+            with contextlib.suppress(TenureError):
+                self.task_wait(topics, 0)  # from here on, new tasks are noticed
+            following.set()
+            while not stopped.is_set():
+                try:
+                    if self.task_wait(topics, 1.0):
+                        wake.set()
+                except TenureError as exc:
+                    log.warning("waiting for new tasks: %s", exc)
+                    stopped.wait(1.0)
+
+        threading.Thread(target=follow, name="tenure-wake-ups", daemon=True).start()
+        following.wait(FOLLOW_START_TIMEOUT)
+        return stopped.set
+
+    # -- counting, the clock, retention --------------------------------------------
+
+    def task_count(self, filters: TaskFilter | None = None) -> int:
+        """How many tasks match ``filters``."""
+        return self._count(validate.task_filter(filters or TaskFilter()))
+
+    def clock_now(self) -> datetime:
+        """The store's own clock: the database server's for PostgreSQL, this
+        process's for SQLite. Schedules shared by many processes read it, so they
+        agree on what time it is."""
+        return self._clock_now()
+
+    def task_prune(
+        self, older_than: float, *, limit: int = 1000, now: datetime | None = None
+    ) -> int:
+        """Delete up to ``limit`` done, failed or cancelled tasks that finished more
+        than ``older_than`` seconds ago; return how many."""
+        older_than = validate.seconds(older_than, "older_than", allow_zero=True)
+        validate.moment(now, "now")
+        return self._prune_tasks(older_than, validate.page_limit(limit), now)
+
+    def event_prune(
+        self, older_than: float, *, limit: int = 1000, now: datetime | None = None
+    ) -> int:
+        """Delete up to ``limit`` events older than ``older_than`` seconds."""
+        older_than = validate.seconds(older_than, "older_than", allow_zero=True)
+        validate.moment(now, "now")
+        return self._prune_events(older_than, validate.page_limit(limit), now)
+
+    def statistics_refresh(self) -> list[str]:
+        """Refresh the planner's statistics of the tables that changed much since
+        they were last gathered, where nothing else does it; the tables done.
+
+        A queue's tables swing from empty to millions of rows and back; plans
+        chosen on stale statistics can read every pending row to take a few.
+        PostgreSQL's autovacuum keeps them fresh; where it is turned off, the
+        scheduler calls this every prune cycle. Stores without a planner that
+        needs it do nothing.
+        """
+        return []
+
+    # -- the worker registry ------------------------------------------------------
+
+    def worker_beat(self, info: WorkerInfo, *, now: datetime | None = None) -> WorkerInfo:
+        """Record that a worker is alive (insert or update its row)."""
+        validate.text(info.id, "id")
+        validate.text(info.host, "host")
+        validate.integer(info.pid, "pid", minimum=0)
+        validate.integer(info.concurrency, "concurrency", minimum=1, bounds=validate.INT32)
+        validate.integer(info.held, "held", minimum=0, bounds=validate.INT32)
+        validate.text(info.pool, "pool")
+        validate.moment(now, "now")
+        # Stored as validated: deduplicated and in a stable order.
+        checked = replace(
+            info,
+            topics=validate.tag_set(info.topics, "topics"),
+            tags=validate.tag_set(info.tags, "tags"),
+        )
+        return self._worker_beat(checked, now)
+
+    def worker_remove(self, worker_id: str) -> bool:
+        """Remove a worker's row (a clean exit); False if there was none."""
+        return self._worker_remove(validate.text(worker_id, "worker_id"))
+
+    def worker_list(self) -> list[WorkerInfo]:
+        """Every registered worker, oldest first."""
+        return self._worker_list()
+
+    def worker_prune(self, silent_for: float, *, now: datetime | None = None) -> int:
+        """Remove workers not seen for ``silent_for`` seconds; return how many."""
+        silent_for = validate.seconds(silent_for, "silent_for")
+        validate.moment(now, "now")
+        return self._worker_prune(silent_for, now)
+
+    # -- leadership ----------------------------------------------------------------
+
+    def leader_acquire(self, name: str, owner: str, lease_seconds: float) -> LeaderLease | None:
+        """Become leader of ``name`` if it is vacant; ``None`` if someone holds it."""
+        validate.text(name, "name")
+        validate.text(owner, "owner")
+        return self._leader_acquire(name, owner, validate.seconds(lease_seconds, "lease_seconds"))
+
+    def leader_extend(self, lease: LeaderLease, lease_seconds: float) -> LeaderState:
+        """Keep leadership; ``LeaseLost`` if it was revoked or given up."""
+        _leader_lease(lease)
+        return self._leader_extend(lease, validate.seconds(lease_seconds, "lease_seconds"))
+
+    def leader_get(self, name: str) -> LeaderState | None:
+        """The leadership of ``name`` as stored, or ``None`` if never held."""
+        return self._leader_get(validate.text(name, "name"))
+
+    def leader_revoke(self, name: str, record_ver: int) -> bool:
+        """Vacate ``name`` if it is still at ``record_ver`` (compare-and-set)."""
+        validate.text(name, "name")
+        return self._leader_revoke(name, validate.integer(record_ver, "record_ver", minimum=1))
+
+    def leader_resign(self, lease: LeaderLease) -> bool:
+        """Give leadership up; False if it was not held under ``lease``."""
+        return self._leader_resign(_leader_lease(lease))
+
+    def close(self) -> None:  # noqa: B027 - stores without resources need not override
+        """Release connections and files."""
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    # -- what a backend provides --------------------------------------------------
+
+    @abstractmethod
+    def _create_many(
+        self, tasks: list[PreparedTask], now: datetime | None, connection: Any
+    ) -> list[Task]: ...
+
+    @abstractmethod
+    def _unique_lock_list(self, limit: int, now: datetime | None) -> list[UniqueLock]: ...
+
+    @abstractmethod
+    def _unique_lock_prune(self, now: datetime | None) -> int: ...
+
+    @abstractmethod
+    def _get(self, task_id: str) -> Task | None: ...
+
+    @abstractmethod
+    def _list_group(self, group_id: str) -> list[Task]: ...
+
+    @abstractmethod
+    def _list(self, filters: TaskFilter, after: int, limit: int) -> list[Positioned]: ...
+
+    @abstractmethod
+    def _list_leased(
+        self, topics: Sequence[str] | None, after: int, limit: int
+    ) -> list[Positioned]: ...
+
+    @abstractmethod
+    def _event_list(self, after: int, limit: int) -> list[Event]: ...
+
+    @abstractmethod
+    def _reserve(self, params: ReserveParams) -> list[Task]: ...
+
+    @abstractmethod
+    def _extend_many(
+        self, leases: list[Lease], lease_seconds: float, now: datetime | None
+    ) -> list[Outcome]: ...
+
+    @abstractmethod
+    def _complete_many(
+        self, completions: list[tuple[Lease, str]], now: datetime | None
+    ) -> list[Outcome]: ...
+
+    @abstractmethod
+    def _fail_many(self, failures: list[Failure], now: datetime | None) -> list[Outcome]: ...
+
+    @abstractmethod
+    def _snooze(self, lease: Lease, seconds: float, now: datetime | None) -> Outcome: ...
+
+    @abstractmethod
+    def _release(self, lease: Lease, now: datetime | None) -> Outcome: ...
+
+    @abstractmethod
+    def _revoke(self, task_id: str, record_ver: int, now: datetime | None) -> Task | None: ...
+
+    @abstractmethod
+    def _admin_transition(self, task_id: str, target: Status, now: datetime | None) -> Task: ...
+
+    @abstractmethod
+    def _count(self, filters: TaskFilter) -> int: ...
+
+    @abstractmethod
+    def _clock_now(self) -> datetime: ...
+
+    @abstractmethod
+    def _prune_tasks(self, older_than: float, limit: int, now: datetime | None) -> int: ...
+
+    @abstractmethod
+    def _prune_events(self, older_than: float, limit: int, now: datetime | None) -> int: ...
+
+    @abstractmethod
+    def _worker_beat(self, info: WorkerInfo, now: datetime | None) -> WorkerInfo: ...
+
+    @abstractmethod
+    def _worker_remove(self, worker_id: str) -> bool: ...
+
+    @abstractmethod
+    def _worker_list(self) -> list[WorkerInfo]: ...
+
+    @abstractmethod
+    def _worker_prune(self, silent_for: float, now: datetime | None) -> int: ...
+
+    @abstractmethod
+    def _leader_acquire(
+        self, name: str, owner: str, lease_seconds: float
+    ) -> LeaderLease | None: ...
+
+    @abstractmethod
+    def _leader_extend(self, lease: LeaderLease, lease_seconds: float) -> LeaderState: ...
+
+    @abstractmethod
+    def _leader_get(self, name: str) -> LeaderState | None: ...
+
+    @abstractmethod
+    def _leader_revoke(self, name: str, record_ver: int) -> bool: ...
+
+    @abstractmethod
+    def _leader_resign(self, lease: LeaderLease) -> bool: ...
+
+
+def _refuse_shared_locks(tasks: Sequence[PreparedTask]) -> None:
+    """Two items of one batch that would take the same lock at enqueue: the
+    later ones conflict with the first (the store never sees both)."""
+    first: dict[str, str] = {}
+    conflicts: list[tuple[int, str, str | None]] = []
+    for index, task in enumerate(tasks):
+        if task.unique is None or not task.locks_at_enqueue:
+            continue
+        holder = first.setdefault(task.unique.key, task.id)
+        if holder != task.id:
+            conflicts.append((index, task.unique.key, holder))
+    if conflicts:
+        raise unique_conflict(conflicts)
+
+
+def admin_refusal(task: Task | None, task_id: str, target: Status) -> TenureError:
+    """Why a cancel or retry of ``task_id`` changed nothing."""
+    if task is None:
+        return TaskNotFound(task_id)
+    if task.status is Status.DONE:
+        return AlreadyDone(task.id, task.status, target)
+    return InvalidTransition(task.id, task.status, target)
+
+
+def _leases(leases: Sequence[Lease], now: datetime | None) -> list[Lease]:
+    """Check every lease of a holder write, and its ``now``."""
+    validate.moment(now, "now")
+    if isinstance(leases, str) or not isinstance(leases, Sequence):
+        raise InvalidInput("leases", "must be a sequence of Lease")
+    return [validate.lease(lease, "lease") for lease in leases]
+
+
+def _leader_lease(lease: LeaderLease) -> LeaderLease:
+    if not isinstance(lease, LeaderLease):
+        raise InvalidInput("lease", f"must be a LeaderLease, not {type(lease).__name__}")
+    validate.text(lease.name, "lease.name")
+    validate.text(lease.owner, "lease.owner")
+    validate.integer(lease.token, "lease.token", minimum=1)
+    return lease
+
+
+def _filter_key(filters: TaskFilter) -> list[object]:
+    return [
+        filters.topic,
+        filters.sub_topic,
+        filters.status,
+        filters.name,
+        filters.group_id,
+        filters.created_from,
+        filters.created_to,
+    ]
+
+
+def _page(rows: list[Positioned], limit: int, scope: str) -> Page:
+    tasks = [task for _, task in rows]
+    if len(rows) < limit:
+        return Page(tasks, None)
+    return Page(tasks, cursors.encode(rows[-1][0], scope))

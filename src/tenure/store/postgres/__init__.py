@@ -1,0 +1,8 @@
+"""The PostgreSQL store: many machines sharing one queue (``tenure[postgres]``).
+
+``backend`` holds the store; ``statements`` runs its SQL (batches, savepoints
+on a caller's connection); ``schema`` applies the numbered migrations;
+``notify`` turns LISTEN/NOTIFY into :meth:`~tenure.store.base.Store.task_wait`
+wake-ups; ``driver`` turns psycopg's errors into tenure's; ``rows`` converts
+between rows and tasks. All SQL lives in ``queries.sql`` and ``migrations/``.
+"""

@@ -1,0 +1,475 @@
+"""The shared store: one PostgreSQL database serving workers on many machines.
+
+Every operation is one statement on an autocommit connection from a
+``psycopg_pool`` pool, so it is its own transaction and one round trip; a
+statement is atomic, so an operation that raised changed nothing (or, if the
+connection broke while the commit was under way, may have committed: it is
+reported as :class:`~tenure.errors.StoreUnavailable`, never as a success).
+Batches travel as arrays in one statement; the rare batch that names the same
+task twice, or is too large for one statement, runs as several statements in
+one explicit transaction (see ``statements``).
+
+Times come from the database's clock unless the caller passes ``now``, so the
+clocks of the machines sharing the store never need to agree. Reservers skip
+each other's locked rows (``FOR UPDATE SKIP LOCKED``), and every connection is
+checked as it leaves the pool, so a session the server dropped is replaced
+instead of failing the next operation.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg import conninfo
+from psycopg_pool import ConnectionPool
+
+from tenure.errors import ConfigError, InvalidInput, LeaseLost
+from tenure.store import validate
+from tenure.store.base import Positioned, Store, admin_refusal, refusal
+from tenure.store.postgres import rows, schema, statements
+from tenure.store.postgres.driver import (
+    configure,
+    connection_kwargs,
+    looks_dropped,
+    lost_race,
+    translated,
+)
+from tenure.store.postgres.notify import Listener
+from tenure.store.postgres.rows import Row
+from tenure.store.postgres.schema import Q
+from tenure.store.postgres.statements import Connection
+from tenure.store.sqlite.backend import LOST_ERROR
+from tenure.store.types import (
+    Event,
+    Failure,
+    LeaderLease,
+    LeaderState,
+    Lease,
+    Outcome,
+    PreparedTask,
+    ReserveParams,
+    TaskFilter,
+    UniqueLock,
+    WorkerInfo,
+)
+from tenure.task import CANCELLABLE, RETRYABLE, Status, Task
+
+ACQUIRE_ATTEMPTS = 3
+"""Runs of ``leader_acquire`` before a lost race is reported as an error."""
+
+
+class PostgresStore(Store):
+    """Tasks in a PostgreSQL database (``postgresql://user@host:port/dbname``).
+
+    ``role`` names the process's part (``worker``, ``scheduler`` …) in the
+    server's ``application_name``, as ``tenure-<role>``. ``migrate=False``
+    skips applying migrations on open (``tenure migrate`` applies them).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        max_payload_bytes: int | None = None,
+        pool_min: int = 1,
+        pool_max: int = 10,
+        pool_timeout: float = 30.0,
+        role: str = "store",
+        migrate: bool = True,
+    ) -> None:
+        super().__init__(
+            **({} if max_payload_bytes is None else {"max_payload_bytes": max_payload_bytes})
+        )
+        _check_pool_sizes(pool_min, pool_max)
+        self.url = url
+        self._pool: ConnectionPool[Connection] = ConnectionPool(
+            url,
+            kwargs=connection_kwargs(url, role),
+            configure=configure,
+            min_size=pool_min,
+            max_size=pool_max,
+            timeout=validate.seconds(pool_timeout, "pool_timeout"),
+            name=f"tenure-{role}",
+            open=False,
+        )
+        listener_kwargs = connection_kwargs(url, f"{role}-listener")
+        self._listener = Listener(lambda: psycopg.connect(url, **listener_kwargs), Q["listen"])
+        try:
+            with translated():
+                self._pool.open()
+            if migrate:
+                with self._connection() as conn:
+                    schema.migrate_connection(conn)
+        except BaseException:
+            self.close()
+            raise
+
+    def __repr__(self) -> str:
+        parts = conninfo.conninfo_to_dict(self.url)
+        where = f"{parts.get('host', '')}:{parts.get('port', '')}/{parts.get('dbname', '')}"
+        return f"PostgresStore({where!r})"
+
+    # -- connections ------------------------------------------------------------
+
+    @contextmanager
+    def _connection(self) -> Iterator[Connection]:
+        """A pooled autocommit connection; psycopg's errors become tenure's.
+
+        Every statement commits by itself and every explicit transaction is a
+        ``conn.transaction()`` block, which ends itself; the pool would still
+        roll back one left open, on the connection's return."""
+        with translated():
+            conn = self._checkout()
+            try:
+                yield conn
+            finally:
+                self._pool.putconn(conn)
+
+    def _checkout(self) -> Connection:
+        """A pooled connection that is, as far as can be known, alive.
+
+        A session the server dropped (restart, failover, pg_terminate_backend)
+        would fail the next operation, and retrying an operation after such a
+        failure could apply a write twice; so a connection is checked before
+        use instead. Dead ones go back to the pool, which discards and replaces
+        them. (psycopg_pool's own ``check=`` sleeps a growing back-off after
+        each dead connection, which would stall the first operation after a
+        restart for seconds.)
+        """
+        for _ in range(self._pool.max_size):
+            conn = self._pool.getconn()
+            if not looks_dropped(conn):
+                return conn
+            try:
+                ConnectionPool.check_connection(conn)
+            except psycopg.Error:
+                self._pool.putconn(conn)
+                continue
+            return conn
+        return self._pool.getconn()  # every idle one was dead: a new one
+
+    def _read(self, query: str, params: dict[str, Any]) -> list[Row]:
+        """Run one statement (its own transaction) and return its rows."""
+        with self._connection() as conn:
+            return statements.fetch(conn, query, params)
+
+    def close(self) -> None:
+        self._listener.close()
+        self._pool.close()
+
+    # -- creating -----------------------------------------------------------------
+
+    def _create_many(
+        self, tasks: list[PreparedTask], now: datetime | None, connection: Any
+    ) -> list[Task]:
+        ids = [t.id for t in tasks]
+        cuts = statements.split(ids, [len(t.data_json) for t in tasks])
+        parts = [rows.insert_params([tasks[i] for i in cut], now) for cut in cuts]
+        locking = [
+            (index, task.id, task.unique.key)
+            for index, task in enumerate(tasks)
+            if task.unique is not None and task.locks_at_enqueue
+        ]
+        if connection is None:
+            with self._connection() as conn:
+                inserted = statements.insert(conn, ids, parts, locking)
+        else:
+            with translated():
+                inserted = statements.insert(statements.callers(connection), ids, parts, locking)
+        by_id = {row["id"]: row for row in inserted}
+        return [rows.created(task, by_id[task.id]) for task in tasks]
+
+    # -- reading ------------------------------------------------------------------
+
+    def _get(self, task_id: str) -> Task | None:
+        found = self._read("get_task", {"id": task_id})
+        return rows.task(found[0]) if found else None
+
+    def _list_group(self, group_id: str) -> list[Task]:
+        return [rows.task(row) for row in self._read("list_group", {"group_id": group_id})]
+
+    def _list(self, filters: TaskFilter, after: int, limit: int) -> list[Positioned]:
+        params = {"after": after, "limit": limit, **rows.filter_params(filters)}
+        return [(row["seq"], rows.task(row)) for row in self._read("list_tasks", params)]
+
+    def _count(self, filters: TaskFilter) -> int:
+        count: int = self._read("count_tasks", rows.filter_params(filters))[0]["count"]
+        return count
+
+    def _list_leased(
+        self, topics: Sequence[str] | None, after: int, limit: int
+    ) -> list[Positioned]:
+        params: dict[str, Any] = {"after": after, "limit": limit}
+        query = "list_leased"
+        if topics is not None:
+            query, params["topics"] = "list_leased_topics", list(topics)
+        return [(row["seq"], rows.task(row)) for row in self._read(query, params)]
+
+    def _event_list(self, after: int, limit: int) -> list[Event]:
+        found = self._read("list_events", {"after": after, "limit": limit})
+        return [rows.event(row) for row in found]
+
+    # -- leases -------------------------------------------------------------------
+
+    def _reserve(self, params: ReserveParams) -> list[Task]:
+        values: dict[str, Any] = {
+            "owner": params.owner,
+            "limit": params.limit,
+            "lease_seconds": params.lease_seconds,
+            "tags": sorted(params.tags),
+            "now": params.now,
+        }
+        query = "reserve_any"
+        if params.topics is not None and len(params.topics) == 1:
+            query, values["topic"] = "reserve_topic", params.topics[0]
+        elif params.topics is not None:
+            query, values["topics"] = "reserve_topics", sorted(set(params.topics))
+        found = self._read(query, values)
+        found.sort(key=lambda row: (-row["priority"], row["seq"]))
+        # A task whose unique lock was held at start was settled by its rule in
+        # the same statement (the tasks_unique trigger): it is not handed out.
+        return [rows.task(row) for row in found if row["status"] == Status.RUNNING]
+
+    def _holder_writes(
+        self,
+        query: str,
+        target: Status,
+        leases: Sequence[Lease],
+        now: datetime | None,
+        *,
+        columns: dict[str, list[Any]] | None = None,
+        scalars: dict[str, Any] | None = None,
+        sizes: Sequence[int] | None = None,
+    ) -> list[Outcome]:
+        """Run ``query`` for every lease and explain each miss with ``refusal``.
+
+        ``columns`` are per-lease arrays beside the lease's own, ``scalars`` are
+        shared by all, ``sizes`` are the payload bytes of each item. One
+        statement, unless :func:`statements.split` must cut the batch.
+        """
+        outcomes: list[Outcome | None] = [None] * len(leases)
+        cuts = statements.split([lease.task_id for lease in leases], sizes or [0] * len(leases))
+        with self._connection() as conn, statements.atomic(conn, len(cuts) > 1):
+            for cut in cuts:
+                params = rows.lease_params([leases[i] for i in cut], now)
+                for name, values in (columns or {}).items():
+                    params[name] = [values[i] for i in cut]
+                for row in statements.fetch(conn, query, {**params, **(scalars or {})}):
+                    outcomes[cut[row["ord"] - 1]] = rows.task(row)
+                _explain_misses(conn, leases, cut, outcomes, target)
+        return [outcome for outcome in outcomes if outcome is not None]
+
+    def _extend_many(
+        self, leases: list[Lease], lease_seconds: float, now: datetime | None
+    ) -> list[Outcome]:
+        scalars = {"lease_seconds": lease_seconds}
+        return self._holder_writes("extend_leases", Status.RUNNING, leases, now, scalars=scalars)
+
+    def _complete_many(
+        self, completions: list[tuple[Lease, str]], now: datetime | None
+    ) -> list[Outcome]:
+        leases = [lease for lease, _ in completions]
+        results = [result for _, result in completions]
+        return self._holder_writes(
+            "complete_tasks",
+            Status.DONE,
+            leases,
+            now,
+            columns={"results": results},
+            sizes=[len(result) for result in results],
+        )
+
+    def _fail_many(self, failures: list[Failure], now: datetime | None) -> list[Outcome]:
+        leases = [failure.lease for failure in failures]
+        columns = rows.failure_columns(failures)
+        sizes = [len(error) for error in columns["errors"]]
+        return self._holder_writes(
+            "fail_tasks", Status.FAILED, leases, now, columns=columns, sizes=sizes
+        )
+
+    def _snooze(self, lease: Lease, seconds: float, now: datetime | None) -> Outcome:
+        scalars = {"seconds": seconds}
+        return self._holder_writes("snooze_tasks", Status.SNOOZED, [lease], now, scalars=scalars)[0]
+
+    def _release(self, lease: Lease, now: datetime | None) -> Outcome:
+        return self._holder_writes("release_tasks", Status.PENDING, [lease], now)[0]
+
+    # -- supervision and administration ---------------------------------------------
+
+    def _revoke(self, task_id: str, record_ver: int, now: datetime | None) -> Task | None:
+        params = {
+            "id": task_id,
+            "record_ver": record_ver,
+            "now": now,
+            "lost_error": json.dumps(LOST_ERROR.to_json()),
+        }
+        found = self._read("revoke_task", params)
+        return rows.task(found[0]) if found else None
+
+    def _admin_transition(self, task_id: str, target: Status, now: datetime | None) -> Task:
+        query, sources = ("cancel_task", CANCELLABLE)
+        if target is Status.PENDING:
+            query, sources = ("retry_task", RETRYABLE)
+        params = {"id": task_id, "now": now, "sources": sorted(str(s) for s in sources)}
+        with self._connection() as conn:
+            found = statements.fetch(conn, query, params)
+            if found:
+                return rows.task(found[0])
+            current = statements.fetch(conn, "get_task", {"id": task_id})
+        raise admin_refusal(rows.task(current[0]) if current else None, task_id, target)
+
+    # -- the clock and retention ------------------------------------------------------
+
+    def _clock_now(self) -> datetime:
+        return rows.moment(self._read("clock_now", {})[0], "now")
+
+    def _prune_tasks(self, older_than: float, limit: int, now: datetime | None) -> int:
+        return self._count_of("prune_tasks", {"older_than": older_than, "limit": limit, "now": now})
+
+    def _prune_events(self, older_than: float, limit: int, now: datetime | None) -> int:
+        params = {"older_than": older_than, "limit": limit, "now": now}
+        return self._count_of("prune_events", params)
+
+    def _count_of(self, query: str, params: dict[str, Any]) -> int:
+        """Run a statement whose one row counts what it deleted."""
+        count: int = self._read(query, params)[0]["count"]
+        return count
+
+    def statistics_refresh(self) -> list[str]:
+        """ANALYZE the tables whose statistics are stale, if autovacuum is off."""
+        with self._connection() as conn:
+            stale = [row["name"] for row in statements.fetch(conn, "stale_statistics", {})]
+            for table in stale:
+                conn.execute(Q[f"analyze_{table}"])
+        return stale
+
+    # -- unique locks -------------------------------------------------------------------
+
+    def _unique_lock_list(self, limit: int, now: datetime | None) -> list[UniqueLock]:
+        found = self._read("list_unique_locks", {"limit": limit, "now": now})
+        return [rows.unique_lock(row) for row in found]
+
+    def _unique_lock_prune(self, now: datetime | None) -> int:
+        return self._count_of("prune_unique_locks", {"now": now})
+
+    # -- the worker registry ----------------------------------------------------------
+
+    def _worker_beat(self, info: WorkerInfo, now: datetime | None) -> WorkerInfo:
+        return rows.worker(self._read("worker_beat", rows.worker_params(info, now))[0])
+
+    def _worker_remove(self, worker_id: str) -> bool:
+        return bool(self._read("worker_remove", {"id": worker_id}))
+
+    def _worker_list(self) -> list[WorkerInfo]:
+        return [rows.worker(row) for row in self._read("worker_list", {})]
+
+    def _worker_prune(self, silent_for: float, now: datetime | None) -> int:
+        return self._count_of("worker_prune", {"silent_for": silent_for, "now": now})
+
+    # -- leadership -------------------------------------------------------------------
+
+    def _leader_acquire(self, name: str, owner: str, lease_seconds: float) -> LeaderLease | None:
+        """One upsert decides. Should the server still refuse it as a lost race (a
+        unique violation, or a serialization failure when the database's default
+        isolation is stricter than read committed), the refused statement changed
+        nothing and is run again: it then finds the winner's row, and answers
+        ``None``."""
+        params = {"name": name, "owner": owner, "lease_seconds": lease_seconds}
+        attempts = 0
+        with self._connection() as conn:
+            while True:
+                attempts += 1
+                try:
+                    found = statements.fetch(conn, "leader_acquire", params)
+                except psycopg.Error as exc:
+                    if attempts < ACQUIRE_ATTEMPTS and lost_race(exc):
+                        continue
+                    raise
+                return rows.leader_lease(found[0]) if found else None
+
+    def _leader_extend(self, lease: LeaderLease, lease_seconds: float) -> LeaderState:
+        params = {**rows.leader_params(lease), "lease_seconds": lease_seconds}
+        found = self._read("leader_extend", params)
+        if not found:
+            raise LeaseLost(lease.name, f"leadership {lease.token} was revoked or given up")
+        return rows.leader(found[0])
+
+    def _leader_get(self, name: str) -> LeaderState | None:
+        found = self._read("leader_get", {"name": name})
+        return rows.leader(found[0]) if found else None
+
+    def _leader_revoke(self, name: str, record_ver: int) -> bool:
+        return bool(self._read("leader_revoke", {"name": name, "record_ver": record_ver}))
+
+    def _leader_resign(self, lease: LeaderLease) -> bool:
+        return bool(self._read("leader_resign", rows.leader_params(lease)))
+
+    # -- wake-ups -------------------------------------------------------------------
+
+    def task_wait(self, topics: Sequence[str] | None, timeout: float) -> bool:
+        """Block until a task may have become pending on ``topics`` (``None``:
+        any) since this thread's previous wait, or ``timeout`` seconds pass.
+
+        True when woken by a notification (possibly one that arrived while the
+        thread was busy); False on timeout.
+        """
+        timeout = validate.seconds(timeout, "timeout", allow_zero=True)
+        if topics is not None:
+            if isinstance(topics, str):
+                raise InvalidInput("topics", "must be a collection of topics")
+            topics = [validate.text(topic, "topics") for topic in topics]
+        return self._listener.wait(topics, timeout)
+
+    def task_notify(
+        self, topics: Sequence[str] | None, wake: threading.Event
+    ) -> Callable[[], None]:
+        """Set ``wake`` from the listening thread as each notification for
+        ``topics`` arrives (and after each reconnection)."""
+        if topics is not None:
+            if isinstance(topics, str):
+                raise InvalidInput("topics", "must be a collection of topics")
+            topics = [validate.text(topic, "topics") for topic in topics]
+        return self._listener.subscribe(topics, wake)
+
+    def listen(self, timeout: float = 10.0) -> bool:
+        """Start listening for new tasks now; True once listening.
+
+        ``task_wait`` starts listening by itself; calling this first means no
+        task created after it returns can be missed by the next ``task_wait``.
+        """
+        return self._listener.ready(validate.seconds(timeout, "timeout", allow_zero=True))
+
+
+# -- helpers ----------------------------------------------------------------------------
+
+
+def _explain_misses(
+    conn: Connection,
+    leases: Sequence[Lease],
+    batch: list[int],
+    outcomes: list[Outcome | None],
+    target: Status,
+) -> None:
+    """Fill in the refusal of every item of ``batch`` the write did not match,
+    from the tasks as they are now."""
+    missed = [i for i in batch if outcomes[i] is None]
+    if not missed:
+        return
+    ids = [leases[i].task_id for i in missed]
+    found = statements.fetch(conn, "get_tasks", {"ids": ids})
+    current = {row["id"]: rows.task(row) for row in found}
+    for i in missed:
+        outcomes[i] = refusal(current.get(leases[i].task_id), leases[i], target)
+
+
+def _check_pool_sizes(pool_min: int, pool_max: int) -> None:
+    if isinstance(pool_min, bool) or not isinstance(pool_min, int) or pool_min < 0:
+        raise ConfigError(f"pool_min must be an integer of at least 0, not {pool_min!r}")
+    if isinstance(pool_max, bool) or not isinstance(pool_max, int) or pool_max < max(pool_min, 1):
+        raise ConfigError(f"pool_max must be an integer of at least pool_min and 1: {pool_max!r}")

@@ -1,0 +1,186 @@
+"""Wake-ups for idle workers: LISTEN/NOTIFY turned into ``task_wait``.
+
+The schema's triggers ``pg_notify('tenure_tasks', topic)`` whenever a task
+becomes pending, inside the writing transaction, so a notification is sent when
+and only if the task is committed. One :class:`Listener` per store holds a
+dedicated connection (never a pooled one: a pooled session is shared, and a
+LISTEN on it would follow it around) and a thread that blocks on its socket.
+
+Notifications only wake; they are never the record. A waiter may wake for
+nothing (it reserves, finds no work, waits again) and, while the listening
+connection is down, may sleep its whole timeout: callers poll at that timeout
+anyway. After the connection comes back every waiter is woken, since tasks may
+have been created while no one listened.
+
+Each thread remembers how far it has seen: a notification that arrives while a
+worker is busy reserving still wakes its next wait at once. A subscriber's event
+is set by the listening thread itself, one hand-off fewer than a thread of its
+own blocked in ``wait``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import selectors
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import psycopg
+from psycopg import pq
+
+log = logging.getLogger(__name__)
+
+Connect = Callable[[], psycopg.Connection[Any]]
+
+MAX_BACKOFF = 5.0
+"""Longest pause, in seconds, between attempts to reconnect the listener."""
+
+
+class Listener:
+    """Follows the ``tenure_tasks`` channel; lets threads wait for topics."""
+
+    def __init__(self, connect: Connect, listen_sql: str) -> None:
+        self._connect = connect
+        self._listen_sql = listen_sql
+        self._cond = threading.Condition()
+        self._count = 0  # notifications (and reconnections) seen so far
+        self._latest: dict[str, int] = {}  # topic -> _count at its last notification
+        self._resync = 0  # _count at the last reconnection: any topic may have news
+        self._listening = False
+        self._closed = False
+        self._thread: threading.Thread | None = None
+        self._wake_r = self._wake_w = -1  # a pipe that interrupts the thread's select
+        self._seen = threading.local()
+        self._subscribers: list[tuple[frozenset[str] | None, threading.Event]] = []
+
+    def wait(self, topics: Sequence[str] | None, timeout: float) -> bool:
+        """Block until a task may have become pending on ``topics`` (``None``:
+        any) since this thread's last wait, or ``timeout`` seconds pass."""
+        with self._cond:
+            self._start()
+            since: int = getattr(self._seen, "count", 0)
+            woken = self._cond.wait_for(lambda: self._news(topics, since), timeout)
+            self._seen.count = self._count
+            return bool(woken) and not self._closed
+
+    def subscribe(self, topics: Sequence[str] | None, wake: threading.Event) -> Callable[[], None]:
+        """Set ``wake`` from the listening thread itself on every notification
+        for ``topics`` (``None``: any) and on every reconnection, until the
+        returned function is called."""
+        entry = (None if topics is None else frozenset(topics), wake)
+        with self._cond:
+            self._start()
+            self._subscribers.append(entry)
+
+        def unsubscribe() -> None:
+            with self._cond:
+                if entry in self._subscribers:
+                    self._subscribers.remove(entry)
+
+        return unsubscribe
+
+    def ready(self, timeout: float) -> bool:
+        """Start listening if need be; block until listening or ``timeout``."""
+        with self._cond:
+            self._start()
+            self._cond.wait_for(lambda: self._listening or self._closed, timeout)
+            return self._listening and not self._closed
+
+    def close(self) -> None:
+        """Stop listening and wake every waiter; later waits return False at once."""
+        with self._cond:
+            if self._closed:
+                return
+            self._closed = True
+            self._cond.notify_all()
+            thread = self._thread
+        if thread is None:
+            return
+        os.write(self._wake_w, b"x")
+        thread.join()
+        os.close(self._wake_r)
+        os.close(self._wake_w)
+
+    # -- waiting side (under self._cond) -----------------------------------------
+
+    def _start(self) -> None:
+        if self._thread is None and not self._closed:
+            self._wake_r, self._wake_w = os.pipe()
+            self._thread = threading.Thread(target=self._run, name="tenure-listener", daemon=True)
+            self._thread.start()
+
+    def _news(self, topics: Sequence[str] | None, since: int) -> bool:
+        if self._closed or self._resync > since:
+            return True
+        if topics is None:
+            return self._count > since
+        return any(self._latest.get(topic, 0) > since for topic in topics)
+
+    # -- listening thread ---------------------------------------------------------
+
+    def _run(self) -> None:
+        backoff = 0.1
+        connected_before = False
+        while not self._closed:
+            try:
+                with self._connect() as conn:
+                    conn.execute(self._listen_sql)
+                    self._set_listening(True, resync=connected_before)
+                    connected_before, backoff = True, 0.1
+                    self._follow(conn)
+            except (psycopg.Error, OSError) as exc:
+                log.warning("tenure listener lost its connection: %s", exc)
+            finally:
+                self._set_listening(False, resync=False)
+            if self._pause(backoff):
+                return
+            backoff = min(backoff * 2, MAX_BACKOFF)
+
+    def _follow(self, conn: psycopg.Connection[Any]) -> None:
+        """Deliver notifications until closed; raise when the connection breaks."""
+        pgconn = conn.pgconn
+        encoding = conn.info.encoding
+        with selectors.DefaultSelector() as selector:
+            selector.register(pgconn.socket, selectors.EVENT_READ, "db")
+            selector.register(self._wake_r, selectors.EVENT_READ, "stop")
+            while True:
+                ready = {key.data for key, _ in selector.select()}
+                if "stop" in ready:
+                    return
+                pgconn.consume_input()  # raises OperationalError on a dead connection
+                if pgconn.status == pq.ConnStatus.BAD:
+                    raise psycopg.OperationalError("the listening connection broke")
+                topics = []
+                while (notify := pgconn.notifies()) is not None:
+                    topics.append(notify.extra.decode(encoding))
+                if topics:
+                    self._record(topics)
+
+    def _record(self, topics: list[str]) -> None:
+        with self._cond:
+            self._count += 1
+            for topic in topics:
+                self._latest[topic] = self._count
+            self._cond.notify_all()
+            for wanted, wake in self._subscribers:
+                if wanted is None or not wanted.isdisjoint(topics):
+                    wake.set()
+
+    def _set_listening(self, listening: bool, *, resync: bool) -> None:
+        with self._cond:
+            self._listening = listening
+            if resync:
+                self._count += 1
+                self._resync = self._count
+            if listening:  # tasks created before LISTEN took effect: look once
+                for _, wake in self._subscribers:
+                    wake.set()
+            self._cond.notify_all()
+
+    def _pause(self, seconds: float) -> bool:
+        """Wait ``seconds`` before reconnecting; True if closed meanwhile."""
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._wake_r, selectors.EVENT_READ)
+            return bool(selector.select(seconds)) or self._closed

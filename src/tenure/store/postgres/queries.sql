@@ -1,0 +1,513 @@
+-- Named queries of the PostgreSQL store. Each starts with "-- name: <name>".
+-- Parameters are named (%(param)s) and always bound, never spliced in.
+--
+-- One clock: every time written or compared is COALESCE(%(now)s, now()), the
+-- caller's explicit "now" (tests, replays) or else the database's own clock, so
+-- machines whose clocks disagree still agree on every stored time. now() is the
+-- transaction's start time: one value for every row a statement touches.
+--
+-- Batches: the holder writes take parallel arrays, unnest()ed WITH ORDINALITY,
+-- and create takes a JSON array of rows, so a whole batch is one statement and
+-- one round trip; "ord" (1-based) tells which item each returned row belongs to.
+--
+-- Prepared statements: psycopg prepares a statement once it has run a few
+-- times on a connection. A prepared statement fails ("cached plan must not
+-- change result type") if its result columns change, as "*" would when a later
+-- migration adds a column under a running process: so every query names the
+-- columns it returns.
+
+-- What a task is read from: every query that returns tasks names the table "t".
+-- fragment: task_columns
+t.seq, t.id, t.topic, t.sub_topic, t.name, t.status, t.data, t.result, t.error, t.group_id,
+t.description, t.priority, t.attempts, t.max_attempts, t.tags, t.assignee, t.timeout,
+t.run_at, t.created_at, t.updated_at, t.started_at, t.finished_at, t.duration,
+t.lease_owner, t.lease_expires_at, t.lease_token, t.lease_seconds, t.record_ver, t.unique_key
+
+-- name: insert_tasks
+INSERT INTO tasks AS t (
+    id, topic, sub_topic, name, status, data, group_id, description, priority,
+    max_attempts, tags, timeout, run_at, created_at, updated_at,
+    unique_key, unique_lock, unique_on_conflict, unique_ttl, unique_retry_in
+)
+SELECT n.id, n.topic, n.sub_topic, n.name, 'pending', n.data::json, n.group_id, n.description,
+       n.priority, n.max_attempts, n.tags, n.timeout,
+       -- A task with neither run_at nor a delay keeps run_at NULL: runnable at once.
+       COALESCE(n.run_at,
+                CASE WHEN n.delay > 0 THEN COALESCE(%(now)s::timestamptz, now())
+                                           + make_interval(secs => n.delay) END),
+       COALESCE(%(now)s::timestamptz, now()), COALESCE(%(now)s::timestamptz, now()),
+       n.unique_key, n.unique_lock, n.unique_on_conflict, n.unique_ttl, n.unique_retry_in
+FROM ROWS FROM (json_to_recordset(%(tasks)s::json) AS (
+    id text, topic text, sub_topic text, name text, data text, group_id text,
+    description text, priority bigint, max_attempts bigint, tags text[], timeout float8,
+    run_at timestamptz, delay float8, unique_key text, unique_lock text,
+    unique_on_conflict text, unique_ttl float8, unique_retry_in float8
+)) WITH ORDINALITY AS n(
+    id, topic, sub_topic, name, data, group_id, description, priority, max_attempts, tags,
+    timeout, run_at, delay, unique_key, unique_lock, unique_on_conflict, unique_ttl,
+    unique_retry_in, ord
+)
+-- seq follows the caller's order. The rest of each task is what was sent.
+ORDER BY n.ord
+RETURNING t.id, t.created_at, t.run_at;
+
+-- name: existing_ids
+SELECT id FROM tasks WHERE id = ANY(%(ids)s::text[]);
+
+-- name: get_task
+SELECT {task_columns} FROM tasks AS t WHERE id = %(id)s::text;
+
+-- name: get_tasks
+SELECT {task_columns} FROM tasks AS t WHERE id = ANY(%(ids)s::text[]);
+
+-- name: list_group
+SELECT {task_columns} FROM tasks AS t WHERE group_id = %(group_id)s::text ORDER BY seq;
+
+-- name: list_tasks
+SELECT {task_columns} FROM tasks AS t
+WHERE seq > %(after)s::bigint
+  AND (%(topic)s::text IS NULL OR topic = %(topic)s::text)
+  AND (%(sub_topic)s::text IS NULL OR sub_topic = %(sub_topic)s::text)
+  AND (%(status)s::text IS NULL OR status = %(status)s::text)
+  AND (%(name)s::text IS NULL OR name = %(name)s::text)
+  AND (%(group_id)s::text IS NULL OR group_id = %(group_id)s::text)
+  AND (%(created_from)s::timestamptz IS NULL OR created_at >= %(created_from)s::timestamptz)
+  AND (%(created_to)s::timestamptz IS NULL OR created_at < %(created_to)s::timestamptz)
+ORDER BY seq
+LIMIT %(limit)s::bigint;
+
+-- name: list_leased
+SELECT {task_columns} FROM tasks AS t
+WHERE status IN ('running', 'snoozed') AND seq > %(after)s::bigint
+ORDER BY seq
+LIMIT %(limit)s::bigint;
+
+-- name: list_leased_topics
+SELECT {task_columns} FROM tasks AS t
+WHERE status IN ('running', 'snoozed') AND seq > %(after)s::bigint
+  AND topic = ANY(%(topics)s::text[])
+ORDER BY seq
+LIMIT %(limit)s::bigint;
+
+-- name: list_events
+SELECT id, task_id, topic, name, from_status, to_status, attempt, owner, at
+FROM events WHERE id > %(after)s::bigint ORDER BY id LIMIT %(limit)s::bigint;
+
+-- What a reservation writes on the rows it picked (the CTE "picked"): running,
+-- one more attempt, leased to the owner for lease_seconds, the lease token one
+-- above the version it read.
+-- fragment: lease_picked
+SET status = 'running',
+    attempts = t.attempts + 1,
+    assignee = %(owner)s::text,
+    lease_owner = %(owner)s::text,
+    lease_token = t.record_ver + 1,
+    lease_seconds = %(lease_seconds)s::float8,
+    lease_expires_at = COALESCE(%(now)s::timestamptz, now())
+                       + make_interval(secs => %(lease_seconds)s::float8),
+    started_at = COALESCE(%(now)s::timestamptz, now()),
+    finished_at = NULL,
+    duration = NULL,
+    record_ver = t.record_ver + 1,
+    updated_at = COALESCE(%(now)s::timestamptz, now())
+FROM picked
+WHERE t.seq = picked.seq
+
+-- Reserve: take the first %(limit)s runnable rows, highest priority first, then
+-- oldest, walking the partial index of pending rows. SKIP LOCKED: concurrent
+-- reservers pass over each other's rows instead of queueing behind them. A
+-- task's tags must all be among the worker's (<@: "is contained by").
+--
+-- The rows are picked in a MATERIALIZED CTE, run exactly once. Written as
+-- "WHERE seq IN (SELECT ... LIMIT ... FOR UPDATE SKIP LOCKED)", the planner may
+-- run the subquery once per row of the outer scan (a nested-loop semi-join),
+-- and each run skips the rows the previous ones locked: one reservation then
+-- takes far more than its limit.
+-- name: reserve_any
+WITH picked AS MATERIALIZED (
+    SELECT seq FROM tasks
+    WHERE status = 'pending'
+      AND (run_at IS NULL OR run_at <= COALESCE(%(now)s::timestamptz, now()))
+      AND tags <@ %(tags)s::text[]
+    ORDER BY priority DESC, seq
+    LIMIT %(limit)s::bigint
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE tasks AS t
+{lease_picked}
+RETURNING {task_columns};
+
+-- One topic: its partial index yields pending rows in the order taken, so the
+-- scan stops after :limit rows.
+-- name: reserve_topic
+WITH picked AS MATERIALIZED (
+    SELECT seq FROM tasks
+    WHERE status = 'pending'
+      AND (run_at IS NULL OR run_at <= COALESCE(%(now)s::timestamptz, now()))
+      AND topic = %(topic)s::text
+      AND tags <@ %(tags)s::text[]
+    ORDER BY priority DESC, seq
+    LIMIT %(limit)s::bigint
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE tasks AS t
+{lease_picked}
+RETURNING {task_columns};
+
+-- Several topics: the first :limit rows of each topic's index, merged. (One
+-- scan with topic = ANY(...) would read and sort every pending row of them.)
+-- Rows a topic offers beyond the merged :limit stay locked only until this
+-- statement commits.
+-- name: reserve_topics
+WITH picked AS MATERIALIZED (
+    SELECT offered.seq
+    FROM unnest(%(topics)s::text[]) AS wanted(topic)
+    CROSS JOIN LATERAL (
+        SELECT seq, priority FROM tasks
+        WHERE status = 'pending'
+          AND (run_at IS NULL OR run_at <= COALESCE(%(now)s::timestamptz, now()))
+          AND topic = wanted.topic
+          AND tags <@ %(tags)s::text[]
+        ORDER BY priority DESC, seq
+        LIMIT %(limit)s::bigint
+        FOR UPDATE SKIP LOCKED
+    ) AS offered
+    ORDER BY offered.priority DESC, offered.seq
+    LIMIT %(limit)s::bigint
+)
+UPDATE tasks AS t
+{lease_picked}
+RETURNING {task_columns};
+
+-- Holder writes: each row matches only while its task runs under the named
+-- lease (task id, token, owner). The batch is "held"; the caller sends each
+-- task id at most once per statement.
+-- name: extend_leases
+UPDATE tasks AS t
+SET lease_expires_at = COALESCE(%(now)s::timestamptz, now())
+                       + make_interval(secs => %(lease_seconds)s::float8),
+    lease_seconds = %(lease_seconds)s::float8,
+    record_ver = t.record_ver + 1,
+    updated_at = COALESCE(%(now)s::timestamptz, now())
+FROM unnest(%(ids)s::text[], %(tokens)s::bigint[], %(owners)s::text[])
+     WITH ORDINALITY AS held(id, token, owner, ord)
+WHERE t.id = held.id AND t.status = 'running' AND t.lease_token = held.token
+  AND t.assignee = held.owner
+  AND t.lease_expires_at >= COALESCE(%(now)s::timestamptz, now())
+RETURNING held.ord, {task_columns};
+
+-- name: complete_tasks
+UPDATE tasks AS t
+SET status = 'done',
+    result = held.result,
+    finished_at = COALESCE(%(now)s::timestamptz, now()),
+    duration = EXTRACT(EPOCH FROM COALESCE(%(now)s::timestamptz, now()) - t.started_at)::float8,
+    lease_owner = NULL,
+    lease_expires_at = NULL,
+    record_ver = t.record_ver + 1,
+    updated_at = COALESCE(%(now)s::timestamptz, now())
+FROM unnest(%(ids)s::text[], %(tokens)s::bigint[], %(owners)s::text[], %(results)s::json[])
+     WITH ORDINALITY AS held(id, token, owner, result, ord)
+WHERE t.id = held.id AND t.status = 'running' AND t.lease_token = held.token
+  AND t.assignee = held.owner
+RETURNING held.ord, {task_columns};
+
+-- A retry is granted only while attempts remain; otherwise the task fails.
+-- name: fail_tasks
+UPDATE tasks AS t
+SET status = CASE WHEN held.retry_in IS NOT NULL AND t.attempts < t.max_attempts
+                  THEN 'pending' ELSE 'failed' END,
+    run_at = CASE WHEN held.retry_in IS NOT NULL AND t.attempts < t.max_attempts
+                  THEN (CASE WHEN held.retry_in > 0
+                             THEN COALESCE(%(now)s::timestamptz, now())
+                                  + make_interval(secs => held.retry_in) END)
+                  ELSE t.run_at END,
+    priority = CASE WHEN held.retry_in IS NOT NULL AND t.attempts < t.max_attempts
+                    THEN t.priority - held.priority_step ELSE t.priority END,
+    finished_at = CASE WHEN held.retry_in IS NOT NULL AND t.attempts < t.max_attempts
+                       THEN NULL ELSE COALESCE(%(now)s::timestamptz, now()) END,
+    error = held.error,
+    duration = EXTRACT(EPOCH FROM COALESCE(%(now)s::timestamptz, now()) - t.started_at)::float8,
+    lease_owner = NULL,
+    lease_expires_at = NULL,
+    record_ver = t.record_ver + 1,
+    updated_at = COALESCE(%(now)s::timestamptz, now())
+FROM unnest(%(ids)s::text[], %(tokens)s::bigint[], %(owners)s::text[], %(errors)s::json[],
+            %(retry_ins)s::float8[], %(priority_steps)s::bigint[])
+     WITH ORDINALITY AS held(id, token, owner, error, retry_in, priority_step, ord)
+WHERE t.id = held.id AND t.status = 'running' AND t.lease_token = held.token
+  AND t.assignee = held.owner
+RETURNING held.ord, {task_columns};
+
+-- A snooze is a pause, not an attempt. lease_seconds holds the snooze length,
+-- which the supervisor projects on its own monotonic clock; lease_expires_at
+-- shows the wake-up time, for people only.
+-- name: snooze_tasks
+UPDATE tasks AS t
+SET status = 'snoozed',
+    attempts = t.attempts - 1,
+    lease_owner = NULL,
+    lease_seconds = %(seconds)s::float8,
+    lease_expires_at = COALESCE(%(now)s::timestamptz, now())
+                       + make_interval(secs => %(seconds)s::float8),
+    duration = EXTRACT(EPOCH FROM COALESCE(%(now)s::timestamptz, now()) - t.started_at)::float8,
+    record_ver = t.record_ver + 1,
+    updated_at = COALESCE(%(now)s::timestamptz, now())
+FROM unnest(%(ids)s::text[], %(tokens)s::bigint[], %(owners)s::text[])
+     WITH ORDINALITY AS held(id, token, owner, ord)
+WHERE t.id = held.id AND t.status = 'running' AND t.lease_token = held.token
+  AND t.assignee = held.owner
+RETURNING held.ord, {task_columns};
+
+-- name: release_tasks
+UPDATE tasks AS t
+SET status = 'pending',
+    attempts = t.attempts - 1,
+    lease_owner = NULL,
+    lease_expires_at = NULL,
+    lease_seconds = NULL,
+    record_ver = t.record_ver + 1,
+    updated_at = COALESCE(%(now)s::timestamptz, now())
+FROM unnest(%(ids)s::text[], %(tokens)s::bigint[], %(owners)s::text[])
+     WITH ORDINALITY AS held(id, token, owner, ord)
+WHERE t.id = held.id AND t.status = 'running' AND t.lease_token = held.token
+  AND t.assignee = held.owner
+RETURNING held.ord, {task_columns};
+
+-- Revoke by compare-and-set on record_ver. A running task with no attempt left
+-- fails (a task that kills its workers must not loop forever); otherwise it and
+-- any snoozed task go back to pending. The lease token is cleared: the old
+-- holder's writes are refused from now on.
+-- name: revoke_task
+UPDATE tasks AS t
+SET status = CASE WHEN status = 'running' AND attempts >= max_attempts
+                  THEN 'failed' ELSE 'pending' END,
+    error = CASE WHEN status = 'running' AND attempts >= max_attempts
+                 THEN %(lost_error)s::json ELSE error END,
+    finished_at = CASE WHEN status = 'running' AND attempts >= max_attempts
+                       THEN COALESCE(%(now)s::timestamptz, now()) ELSE finished_at END,
+    lease_owner = NULL,
+    lease_expires_at = NULL,
+    lease_token = NULL,
+    lease_seconds = NULL,
+    record_ver = record_ver + 1,
+    updated_at = COALESCE(%(now)s::timestamptz, now())
+WHERE id = %(id)s::text AND record_ver = %(record_ver)s::bigint
+  AND status IN ('running', 'snoozed')
+RETURNING {task_columns};
+
+-- name: cancel_task
+UPDATE tasks AS t
+SET status = 'cancelled',
+    finished_at = COALESCE(%(now)s::timestamptz, now()),
+    lease_owner = NULL,
+    lease_expires_at = NULL,
+    lease_token = NULL,
+    lease_seconds = NULL,
+    record_ver = record_ver + 1,
+    updated_at = COALESCE(%(now)s::timestamptz, now())
+WHERE id = %(id)s::text AND status = ANY(%(sources)s::text[])
+RETURNING {task_columns};
+
+-- name: retry_task
+UPDATE tasks AS t
+SET status = 'pending',
+    attempts = 0,
+    run_at = NULL,
+    finished_at = NULL,
+    lease_token = NULL,
+    record_ver = record_ver + 1,
+    updated_at = COALESCE(%(now)s::timestamptz, now())
+WHERE id = %(id)s::text AND status = ANY(%(sources)s::text[])
+RETURNING {task_columns};
+
+-- name: count_tasks
+SELECT count(*) AS count FROM tasks
+WHERE (%(topic)s::text IS NULL OR topic = %(topic)s::text)
+  AND (%(sub_topic)s::text IS NULL OR sub_topic = %(sub_topic)s::text)
+  AND (%(status)s::text IS NULL OR status = %(status)s::text)
+  AND (%(name)s::text IS NULL OR name = %(name)s::text)
+  AND (%(group_id)s::text IS NULL OR group_id = %(group_id)s::text)
+  AND (%(created_from)s::timestamptz IS NULL OR created_at >= %(created_from)s::timestamptz)
+  AND (%(created_to)s::timestamptz IS NULL OR created_at < %(created_to)s::timestamptz);
+
+-- The store's clock for schedules shared by many processes: the server's wall
+-- time now (clock_timestamp(), not now(): a statement may begin a transaction
+-- that is already old by the time a caller looks at it).
+-- name: clock_now
+SELECT clock_timestamp() AS now;
+
+-- Retention: finished tasks and old events go in bounded batches, oldest first
+-- (walking tasks_finished and events_by_time), picked once (see reserve). FOR
+-- UPDATE re-checks a row changed since the statement began as it is now, so a
+-- task a concurrent retry sent back to pending is never deleted; SKIP LOCKED
+-- leaves rows being written alone, and lets concurrent pruners share the work
+-- instead of queueing. Each returns one row: how many rows it deleted.
+-- name: prune_tasks
+WITH picked AS MATERIALIZED (
+    SELECT seq FROM tasks
+    WHERE status IN ('done', 'failed', 'cancelled')
+      AND finished_at < COALESCE(%(now)s::timestamptz, now())
+                        - make_interval(secs => %(older_than)s::float8)
+    ORDER BY finished_at
+    LIMIT %(limit)s::bigint
+    FOR UPDATE SKIP LOCKED
+), gone AS (
+    DELETE FROM tasks AS t USING picked WHERE t.seq = picked.seq
+    RETURNING 1
+)
+SELECT count(*) AS count FROM gone;
+
+-- name: prune_events
+WITH picked AS MATERIALIZED (
+    SELECT id FROM events
+    WHERE at < COALESCE(%(now)s::timestamptz, now())
+               - make_interval(secs => %(older_than)s::float8)
+    ORDER BY at
+    LIMIT %(limit)s::bigint
+    FOR UPDATE SKIP LOCKED
+), gone AS (
+    DELETE FROM events AS e USING picked WHERE e.id = picked.id
+    RETURNING 1
+)
+SELECT count(*) AS count FROM gone;
+
+-- Tables whose statistics are stale, where autovacuum is off (it would analyze
+-- them itself otherwise): changed by more than a tenth since the last ANALYZE,
+-- autovacuum's own rule. Identifiers cannot be parameters: one ANALYZE each.
+-- name: stale_statistics
+SELECT relname AS name
+FROM pg_stat_user_tables
+WHERE schemaname = current_schema()
+  AND relname IN ('tasks', 'events')
+  AND n_mod_since_analyze > 50 + 0.1 * n_live_tup
+  AND NOT current_setting('autovacuum')::boolean
+ORDER BY relname;
+
+-- name: analyze_tasks
+ANALYZE tasks;
+
+-- name: analyze_events
+ANALYZE events;
+
+-- The worker registry. A beat inserts the worker's row or updates it; the
+-- first beat's started_at is kept.
+-- name: worker_beat
+INSERT INTO workers (id, host, pid, topics, tags, pool, concurrency, held, started_at, last_seen)
+VALUES (%(id)s::text, %(host)s::text, %(pid)s::bigint, %(topics)s::text[], %(tags)s::text[],
+        %(pool)s::text, %(concurrency)s::bigint, %(held)s::bigint,
+        COALESCE(%(now)s::timestamptz, now()), COALESCE(%(now)s::timestamptz, now()))
+ON CONFLICT (id) DO UPDATE SET
+    host = excluded.host, pid = excluded.pid, topics = excluded.topics,
+    tags = excluded.tags, pool = excluded.pool, concurrency = excluded.concurrency,
+    held = excluded.held, last_seen = excluded.last_seen
+RETURNING id, host, pid, topics, tags, pool, concurrency, held, started_at, last_seen;
+
+-- name: worker_remove
+DELETE FROM workers WHERE id = %(id)s::text RETURNING id;
+
+-- name: worker_list
+SELECT id, host, pid, topics, tags, pool, concurrency, held, started_at, last_seen FROM workers ORDER BY started_at, id;
+
+-- name: worker_prune
+WITH gone AS (
+    DELETE FROM workers
+    WHERE last_seen < COALESCE(%(now)s::timestamptz, now())
+                      - make_interval(secs => %(silent_for)s::float8)
+    RETURNING 1
+)
+SELECT count(*) AS count FROM gone;
+
+-- Leadership: acquire only a vacant (or never held) leadership. One statement
+-- decides: among processes racing on a new name, one inserts and the others
+-- find its row (ON CONFLICT waits for the inserter) held, and get no row; a
+-- vacant row is taken with a token newer than every earlier one.
+-- name: leader_acquire
+INSERT INTO leaders (name, owner, token, record_ver, lease_seconds, updated_at)
+VALUES (%(name)s::text, %(owner)s::text, 1, 1, %(lease_seconds)s::float8, now())
+ON CONFLICT (name) DO UPDATE SET
+    owner = excluded.owner,
+    token = leaders.record_ver + 1,
+    record_ver = leaders.record_ver + 1,
+    lease_seconds = excluded.lease_seconds,
+    updated_at = excluded.updated_at
+WHERE leaders.owner IS NULL
+RETURNING name, owner, token;
+
+-- name: leader_extend
+UPDATE leaders
+SET record_ver = record_ver + 1, lease_seconds = %(lease_seconds)s::float8, updated_at = now()
+WHERE name = %(name)s::text AND owner = %(owner)s::text AND token = %(token)s::bigint
+RETURNING name, owner, token, record_ver, lease_seconds;
+
+-- name: leader_get
+SELECT name, owner, token, record_ver, lease_seconds FROM leaders WHERE name = %(name)s::text;
+
+-- Revoke by compare-and-set on record_ver, as revoke_task does for a task.
+-- name: leader_revoke
+UPDATE leaders
+SET owner = NULL, token = NULL, record_ver = record_ver + 1, updated_at = now()
+WHERE name = %(name)s::text AND record_ver = %(record_ver)s::bigint AND owner IS NOT NULL
+RETURNING name;
+
+-- name: leader_resign
+UPDATE leaders
+SET owner = NULL, token = NULL, record_ver = record_ver + 1, updated_at = now()
+WHERE name = %(name)s::text AND owner = %(owner)s::text AND token = %(token)s::bigint
+RETURNING name;
+
+-- Wake-ups: the channel the triggers of 0001_initial.sql notify.
+-- name: listen
+LISTEN tenure_tasks;
+
+-- Migrations. The advisory lock is held until the migrating transaction ends,
+-- so processes migrating at once take turns: the later ones find the work done.
+-- name: lock_migrations
+SELECT pg_advisory_xact_lock(hashtext('tenure.migrations'));
+
+-- name: create_migration_ledger
+CREATE TABLE IF NOT EXISTS tenure_migrations (
+    version    integer     PRIMARY KEY,
+    name       text        NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+);
+
+-- name: applied_migrations
+SELECT version FROM tenure_migrations;
+
+-- name: record_migration
+INSERT INTO tenure_migrations (version, name) VALUES (%(version)s, %(name)s);
+
+-- Unique locks taken at enqueue, in the creating transaction, for the tasks
+-- just inserted (the caller passes the ids of those whose phase starts there).
+-- A key is taken when free, expired, or this task's; the keys taken come back.
+-- The lock lives until the scheduled time plus the task's time to live.
+-- name: insert_unique_locks
+INSERT INTO unique_locks AS held (key, task_id, lock, expires_at, created_at)
+SELECT t.unique_key, t.id, t.unique_lock,
+       COALESCE(t.run_at, t.created_at) + make_interval(secs => t.unique_ttl), t.created_at
+FROM tasks AS t
+WHERE t.id = ANY(%(ids)s::text[])
+ON CONFLICT (key) DO UPDATE SET
+    task_id = EXCLUDED.task_id,
+    lock = EXCLUDED.lock,
+    expires_at = EXCLUDED.expires_at,
+    created_at = EXCLUDED.created_at
+WHERE held.expires_at <= EXCLUDED.created_at OR held.task_id = EXCLUDED.task_id
+RETURNING held.key;
+
+-- name: unique_lock_holders
+SELECT key, task_id FROM unique_locks WHERE key = ANY(%(keys)s::text[]);
+
+-- name: list_unique_locks
+SELECT key, task_id, lock, expires_at, created_at FROM unique_locks
+WHERE expires_at > COALESCE(%(now)s::timestamptz, now())
+ORDER BY created_at, key
+LIMIT %(limit)s::bigint;
+
+-- name: prune_unique_locks
+WITH gone AS (
+    DELETE FROM unique_locks WHERE expires_at <= COALESCE(%(now)s::timestamptz, now())
+    RETURNING 1
+)
+SELECT count(*) AS count FROM gone;

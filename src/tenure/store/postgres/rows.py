@@ -1,0 +1,225 @@
+"""Conversions between tenure's values and the PostgreSQL store's rows and
+query parameters: no I/O here, only shapes.
+
+Batch statements take one array per column (``unnest`` turns them back into
+rows), so a batch of any size is one statement with a fixed text.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from tenure.store.types import (
+    Event,
+    Failure,
+    LeaderLease,
+    LeaderState,
+    Lease,
+    LockPhase,
+    PreparedTask,
+    TaskFilter,
+    UniqueLock,
+    WorkerInfo,
+    unique_columns,
+)
+from tenure.task import Status, Task, TaskError
+
+Row = dict[str, Any]
+
+
+def insert_params(tasks: Sequence[PreparedTask], now: datetime | None) -> dict[str, Any]:
+    """Parameters of ``insert_tasks`` for ``tasks``, in order: the rows travel
+    as one JSON array, which costs the client a fraction of one array per column."""
+    return {
+        "now": now,
+        "tasks": json.dumps([_insert_row(task) for task in tasks], ensure_ascii=False),
+    }
+
+
+def _insert_row(task: PreparedTask) -> dict[str, Any]:
+    return {
+        "id": task.id,
+        "topic": task.topic,
+        "sub_topic": task.sub_topic,
+        "name": task.name,
+        "data": task.data_json,
+        "group_id": task.group_id,
+        "description": task.description,
+        "priority": task.priority,
+        "max_attempts": task.max_attempts,
+        "tags": task.tags,
+        "timeout": task.timeout,
+        "run_at": None if task.run_at is None else task.run_at.isoformat(),
+        "delay": task.delay,
+        **unique_columns(task.unique),
+    }
+
+
+def lease_params(leases: Sequence[Lease], now: datetime | None) -> dict[str, Any]:
+    """The ``held`` arrays every holder write takes."""
+    return {
+        "now": now,
+        "ids": [lease.task_id for lease in leases],
+        "tokens": [lease.token for lease in leases],
+        "owners": [lease.owner for lease in leases],
+    }
+
+
+def filter_params(filters: TaskFilter) -> dict[str, Any]:
+    """The filter parameters of ``list_tasks`` and ``count_tasks``."""
+    return {
+        "topic": filters.topic,
+        "sub_topic": filters.sub_topic,
+        "status": None if filters.status is None else str(filters.status),
+        "name": filters.name,
+        "group_id": filters.group_id,
+        "created_from": filters.created_from,
+        "created_to": filters.created_to,
+    }
+
+
+def worker_params(info: WorkerInfo, now: datetime | None) -> dict[str, Any]:
+    """Parameters of ``worker_beat``; topics and tags sorted, as SQLite keeps them."""
+    return {
+        "now": now,
+        "id": info.id,
+        "host": info.host,
+        "pid": info.pid,
+        "topics": sorted(info.topics),
+        "tags": sorted(info.tags),
+        "pool": info.pool,
+        "concurrency": info.concurrency,
+        "held": info.held,
+    }
+
+
+def leader_params(lease: LeaderLease) -> dict[str, Any]:
+    """The name, owner and token every leader's write names."""
+    return {"name": lease.name, "owner": lease.owner, "token": lease.token}
+
+
+def failure_columns(failures: Sequence[Failure]) -> dict[str, list[Any]]:
+    """The per-item arrays of ``fail_tasks``, beside the lease arrays."""
+    return {
+        "errors": [json.dumps(f.error.to_json()) for f in failures],
+        "retry_ins": [f.retry_in for f in failures],
+        "priority_steps": [f.priority_step for f in failures],
+    }
+
+
+def task(row: Row) -> Task:
+    """A task from a ``tasks`` row (jsonb and text[] already decoded by psycopg)."""
+    error = row["error"]
+    return Task(
+        id=row["id"],
+        topic=row["topic"],
+        sub_topic=row["sub_topic"],
+        name=row["name"],
+        status=Status(row["status"]),
+        data=row["data"],
+        result=row["result"],
+        error=None if error is None else TaskError.from_json(error),
+        group_id=row["group_id"],
+        description=row["description"],
+        priority=row["priority"],
+        attempts=row["attempts"],
+        max_attempts=row["max_attempts"],
+        tags=frozenset(row["tags"]),
+        assignee=row["assignee"],
+        timeout=row["timeout"],
+        run_at=_utc(row["run_at"]),
+        created_at=_utc(row["created_at"]),
+        updated_at=_utc(row["updated_at"]),
+        started_at=_utc(row["started_at"]),
+        finished_at=_utc(row["finished_at"]),
+        duration=row["duration"],
+        lease_owner=row["lease_owner"],
+        lease_expires_at=_utc(row["lease_expires_at"]),
+        lease_token=row["lease_token"],
+        lease_seconds=row["lease_seconds"],
+        record_ver=row["record_ver"],
+        unique_key=row["unique_key"],
+    )
+
+
+def created(task: PreparedTask, row: Row) -> Task:
+    """A task from what ``insert_tasks`` returns of it (its times)."""
+    return task.created(moment(row, "created_at"), _utc(row["run_at"]))
+
+
+def event(row: Row) -> Event:
+    from_status = row["from_status"]
+    at = _utc(row["at"])
+    assert at is not None  # NOT NULL column
+    return Event(
+        id=row["id"],
+        task_id=row["task_id"],
+        topic=row["topic"],
+        name=row["name"],
+        from_status=None if from_status is None else Status(from_status),
+        to_status=Status(row["to_status"]),
+        attempt=row["attempt"],
+        owner=row["owner"],
+        at=at,
+    )
+
+
+def worker(row: Row) -> WorkerInfo:
+    """A worker from a ``workers`` row."""
+    return WorkerInfo(
+        id=row["id"],
+        host=row["host"],
+        pid=row["pid"],
+        topics=tuple(row["topics"]),
+        tags=tuple(row["tags"]),
+        pool=row["pool"],
+        concurrency=row["concurrency"],
+        held=row["held"],
+        started_at=_utc(row["started_at"]),
+        last_seen=_utc(row["last_seen"]),
+    )
+
+
+def leader_lease(row: Row) -> LeaderLease:
+    """The lease ``leader_acquire`` granted."""
+    return LeaderLease(name=row["name"], owner=row["owner"], token=row["token"])
+
+
+def leader(row: Row) -> LeaderState:
+    """A leadership from a ``leaders`` row."""
+    return LeaderState(
+        name=row["name"],
+        owner=row["owner"],
+        token=row["token"],
+        record_ver=row["record_ver"],
+        lease_seconds=row["lease_seconds"],
+    )
+
+
+def unique_lock(row: Row) -> UniqueLock:
+    """A held lock from a ``unique_locks`` row."""
+    return UniqueLock(
+        key=row["key"],
+        task_id=row["task_id"],
+        lock=LockPhase(row["lock"]),
+        expires_at=moment(row, "expires_at"),
+        created_at=moment(row, "created_at"),
+    )
+
+
+def moment(row: Row, column: str) -> datetime:
+    """A NOT NULL timestamptz column, in UTC."""
+    at = _utc(row[column])
+    assert at is not None  # NOT NULL column
+    return at
+
+
+def _utc(moment: datetime | None) -> datetime | None:
+    """Times in UTC whatever the session's TimeZone (a caller's connection may
+    have another), like every other store."""
+    if moment is None or moment.tzinfo is UTC:
+        return moment
+    return moment.astimezone(UTC)

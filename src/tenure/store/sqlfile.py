@@ -1,0 +1,57 @@
+"""Loads named SQL queries from a backend's ``queries.sql``.
+
+Each query starts with a line ``-- name: <name>``; comment lines before it
+document it. A part that many queries share (the list of a task's columns)
+starts with ``-- fragment: <name>`` instead, and a query takes it in with
+``{name}``: it is spliced in once, as the file is loaded, from the file itself.
+SQL is never assembled from strings at run time: values are always bound
+parameters.
+"""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+
+_HEADER = re.compile(r"^-- (name|fragment): ([a-z_][a-z0-9_]*)\s*$", re.MULTILINE)
+
+
+def load_queries(package: str, filename: str = "queries.sql") -> dict[str, str]:
+    """Every named query of ``package``/``filename``, by name, fragments spliced in."""
+    text = resources.files(package).joinpath(filename).read_text(encoding="utf-8")
+    parts = _HEADER.split(text)
+    queries: dict[str, str] = {}
+    fragments: dict[str, str] = {}
+    for kind, name, body in zip(parts[1::3], parts[2::3], parts[3::3], strict=True):
+        found = fragments if kind == "fragment" else queries
+        if name in found:
+            raise ValueError(f"{package}/{filename}: {kind} {name!r} is defined twice")
+        found[name] = _strip_trailing_comments(body)
+    for name, fragment in fragments.items():
+        used = False
+        for query, sql in queries.items():
+            if "{" + name + "}" in sql:
+                queries[query] = sql.replace("{" + name + "}", fragment)
+                used = True
+        if not used:
+            raise ValueError(f"{package}/{filename}: fragment {name!r} is never used")
+    return queries
+
+
+def _strip_trailing_comments(body: str) -> str:
+    lines = body.strip().splitlines()
+    while lines and lines[-1].lstrip().startswith("--"):
+        lines.pop()
+    return "\n".join(lines).strip()
+
+
+def migrations(package: str) -> list[tuple[int, str, str]]:
+    """``(version, name, sql)`` of every ``NNNN_name.sql`` in ``package``.migrations,
+    in version order."""
+    folder = resources.files(package).joinpath("migrations")
+    found = []
+    for entry in folder.iterdir():
+        match = re.fullmatch(r"(\d{4})_([a-z0-9_]+)\.sql", entry.name)
+        if match:
+            found.append((int(match[1]), match[2], entry.read_text(encoding="utf-8")))
+    return sorted(found)

@@ -1,0 +1,670 @@
+"""The embedded store: one SQLite file shared by the processes of one machine.
+
+WAL mode lets readers run beside the single writer; every write is one
+``BEGIN IMMEDIATE`` transaction, so concurrent reservers serialize on the write
+lock instead of failing half-way, and the busy timeout waits out contention.
+Each thread gets its own connection. Times are the calling process's wall clock:
+delays, timings and the holder's own lease expiry (written and read by the same
+holder) use it; the supervisor's recovery never compares it with anything.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+import weakref
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from tenure import serializer
+from tenure.clock import epoch_or_now, from_epoch, utcnow
+from tenure.errors import ConfigError, DuplicateTask, LeaseLost, StoreError, StoreUnavailable
+from tenure.store.base import (
+    DEFAULT_MAX_PAYLOAD_BYTES,
+    Positioned,
+    Store,
+    admin_refusal,
+    refusal,
+    unique_conflict,
+    unique_start_error,
+)
+from tenure.store.sqlite import schema
+from tenure.store.sqlite.schema import Q
+from tenure.store.types import (
+    Event,
+    Failure,
+    LeaderLease,
+    LeaderState,
+    Lease,
+    LockPhase,
+    Outcome,
+    PreparedTask,
+    ReserveParams,
+    TaskFilter,
+    UniqueLock,
+    WorkerInfo,
+    unique_columns,
+)
+from tenure.store.validate import seconds as validate_seconds
+from tenure.task import CANCELLABLE, RETRYABLE, Status, Task, TaskError
+
+WATCH_INTERVAL = 0.002
+"""Seconds between two looks at the change counter in ``task_wait``."""
+
+SYNCHRONOUS_MODES = ("full", "normal", "extra")
+"""Allowed ``synchronous`` settings. FULL by default: an acknowledged write
+survives a power cut, not only a process crash."""
+
+
+class _Connection:
+    """A thread's connection and the lock that ``close()`` takes before closing it.
+
+    Weakly tracked by the store: when its thread ends, the thread-local reference
+    goes, and the connection is closed by the garbage collector instead of leaking.
+    """
+
+    __slots__ = ("__weakref__", "conn", "in_use")
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.in_use = threading.RLock()
+
+
+class SQLiteStore(Store):
+    """Tasks in one SQLite database file (WAL mode)."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        synchronous: str = "full",
+        busy_timeout: float = 30.0,
+        max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+    ) -> None:
+        super().__init__(max_payload_bytes=max_payload_bytes)
+        if synchronous not in SYNCHRONOUS_MODES:
+            raise ConfigError(
+                f"synchronous must be one of {SYNCHRONOUS_MODES}, not {synchronous!r}"
+            )
+        if not 0 <= busy_timeout <= 3600:  # also refuses NaN
+            raise ConfigError(f"busy_timeout must be 0 to 3600 seconds, not {busy_timeout!r}")
+        if str(path) in ("", ":memory:") or str(path).startswith("file::memory:"):
+            raise ConfigError(
+                "an in-memory SQLite database cannot be shared by threads or processes; "
+                "use a file (a temporary directory will do)"
+            )
+        self.path = str(path)
+        self._synchronous = synchronous
+        self._busy_timeout = busy_timeout
+        self._local = threading.local()
+        self._connections: weakref.WeakSet[_Connection] = weakref.WeakSet()
+        self._lock = threading.Lock()
+        self._closed = False
+        with self._use() as conn:
+            schema.migrate(conn)
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({self.path!r})"
+
+    # -- connections and transactions ------------------------------------------
+
+    def _open(self) -> _Connection:
+        conn = sqlite3.connect(
+            self.path, timeout=self._busy_timeout, isolation_level=None, check_same_thread=False
+        )
+        conn.row_factory = sqlite3.Row
+        conn.execute(Q["use_wal"])
+        conn.execute(Q[f"synchronous_{self._synchronous}"])
+        return _Connection(conn)
+
+    @contextmanager
+    def _use(self) -> Iterator[sqlite3.Connection]:
+        """This thread's connection, held so that ``close()`` waits for the
+        operation, with sqlite3's errors turned into tenure's."""
+        with self._errors():
+            held: _Connection | None = getattr(self._local, "conn", None)
+            if held is None:
+                held = self._open()
+                with self._lock:
+                    self._connections.add(held)
+                self._local.conn = held
+            with held.in_use:
+                if self._closed:
+                    raise StoreError(f"{self!r} is closed")
+                yield held.conn
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        """The one place where sqlite3's errors become tenure's."""
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise StoreUnavailable(f"SQLite database is busy: {exc}") from exc
+            raise StoreError(f"SQLite error: {exc}") from exc
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"SQLite error: {exc}") from exc
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction holding the database's write lock from its start."""
+        with self._use() as conn:
+            conn.execute(Q["begin_write"])
+            try:
+                yield conn
+            except BaseException:
+                conn.rollback()
+                raise
+            conn.commit()
+
+    @contextmanager
+    def _within(self, connection: Any) -> Iterator[sqlite3.Connection]:
+        """The caller's connection and transaction if it gave one, else our own.
+
+        In the caller's transaction the batch runs under a savepoint, so a refused
+        batch leaves none of its rows behind even if the caller then commits.
+        """
+        if connection is None:
+            with self._write() as conn:
+                yield conn
+            return
+        if not isinstance(connection, sqlite3.Connection):
+            raise ConfigError(f"connection must be a sqlite3.Connection, not {type(connection)}")
+        with self._errors():
+            connection.execute(Q["savepoint"])
+            try:
+                yield connection
+            except BaseException:
+                connection.execute(Q["rollback_to_savepoint"])
+                connection.execute(Q["release_savepoint"])
+                raise
+            connection.execute(Q["release_savepoint"])
+
+    def _read(self, query: str, params: dict[str, Any]) -> list[sqlite3.Row]:
+        with self._use() as conn:
+            return conn.execute(Q[query], params).fetchall()
+
+    def close(self) -> None:
+        """Close every thread's connection, each once no operation is using it.
+
+        Threads still holding the store afterwards get ``StoreError``, never a
+        connection closed under their feet.
+        """
+        with self._lock:
+            self._closed = True
+            held = list(self._connections)
+            self._connections = weakref.WeakSet()
+        for connection in held:
+            with connection.in_use:
+                connection.conn.close()
+
+    # -- creating -------------------------------------------------------------
+
+    def _create_many(
+        self, tasks: list[PreparedTask], now: datetime | None, connection: Any
+    ) -> list[Task]:
+        at = epoch_or_now(now)
+        rows = [_insert_params(task, at) for task in tasks]
+        try:
+            with self._within(connection) as conn:
+                conn.executemany(Q["insert_task"], rows)
+                self._lock_at_enqueue(conn, tasks, rows, at)
+        except StoreError as exc:
+            if isinstance(exc.__cause__, sqlite3.IntegrityError):
+                raise self._duplicate([t.id for t in tasks], connection) from None
+            raise
+        created_at = from_epoch(at)
+        return [
+            task.created(created_at, _moment(row["run_at"]))
+            for task, row in zip(tasks, rows, strict=True)
+        ]
+
+    def _lock_at_enqueue(
+        self,
+        conn: sqlite3.Connection,
+        tasks: list[PreparedTask],
+        rows: list[dict[str, Any]],
+        at: float,
+    ) -> None:
+        """Take the lock of every task whose phase starts at enqueue, in the
+        creating transaction; ``UniqueConflict`` (naming every refused item)
+        undoes the whole batch."""
+        conflicts: list[tuple[int, str, str | None]] = []
+        for index, (task, row) in enumerate(zip(tasks, rows, strict=True)):
+            if task.unique is None or not task.locks_at_enqueue:
+                continue
+            scheduled = at if row["run_at"] is None else row["run_at"]
+            rule = task.unique
+            lock = (rule.key, rule.lock.value)
+            if not self._take_lock(conn, task.id, lock, scheduled + rule.ttl, at):
+                conflicts.append((index, rule.key, self._lock_holder(conn, rule.key)))
+        if conflicts:
+            raise unique_conflict(conflicts)
+
+    @staticmethod
+    def _take_lock(
+        conn: sqlite3.Connection, task_id: str, rule: tuple[str, str], expires_at: float, at: float
+    ) -> bool:
+        """Take the lock (key, phase) for ``task_id``; whether it was taken."""
+        key, lock = rule
+        params = {"key": key, "task_id": task_id, "lock": lock, "expires_at": expires_at}
+        return conn.execute(Q["take_unique_lock"], {**params, "now": at}).fetchone() is not None
+
+    @staticmethod
+    def _lock_holder(conn: sqlite3.Connection, key: str) -> str | None:
+        row = conn.execute(Q["unique_lock_holder"], {"key": key}).fetchone()
+        return None if row is None else str(row[0])
+
+    def _duplicate(self, ids: list[str], connection: Any) -> DuplicateTask:
+        """The error naming an id of ``ids`` that exists (as the caller's
+        connection sees it, when it gave one)."""
+        params = {"ids": json.dumps(ids)}
+        if connection is None:
+            existing = self._read("existing_ids", params)
+        else:
+            existing = connection.execute(Q["existing_ids"], params).fetchall()
+        seen: set[str] = set()
+        for task_id in ids:  # a duplicate inside the batch itself
+            if task_id in seen:
+                return DuplicateTask(task_id)
+            seen.add(task_id)
+        return DuplicateTask(existing[0][0] if existing else ids[0])
+
+    # -- reading --------------------------------------------------------------
+
+    def _get(self, task_id: str) -> Task | None:
+        rows = self._read("get_task", {"id": task_id})
+        return _task(rows[0]) if rows else None
+
+    def _list_group(self, group_id: str) -> list[Task]:
+        return [_task(row) for row in self._read("list_group", {"group_id": group_id})]
+
+    def _list(self, filters: TaskFilter, after: int, limit: int) -> list[Positioned]:
+        params = {"after": after, "limit": limit, **_filter_params(filters)}
+        return [(row["seq"], _task(row)) for row in self._read("list_tasks", params)]
+
+    def _count(self, filters: TaskFilter) -> int:
+        count: int = self._read("count_tasks", _filter_params(filters))[0][0]
+        return count
+
+    def _list_leased(
+        self, topics: Sequence[str] | None, after: int, limit: int
+    ) -> list[Positioned]:
+        if topics is None:
+            rows = self._read("list_leased", {"after": after, "limit": limit})
+        else:
+            params = {"after": after, "limit": limit, "topics": json.dumps(list(topics))}
+            rows = self._read("list_leased_topics", params)
+        return [(row["seq"], _task(row)) for row in rows]
+
+    def _event_list(self, after: int, limit: int) -> list[Event]:
+        return [_event(row) for row in self._read("list_events", {"after": after, "limit": limit})]
+
+    # -- leases ---------------------------------------------------------------
+
+    def _reserve(self, params: ReserveParams) -> list[Task]:
+        values: dict[str, Any] = {
+            "owner": params.owner,
+            "limit": params.limit,
+            "lease_seconds": params.lease_seconds,
+            "tags": json.dumps(sorted(params.tags)),
+            "now": epoch_or_now(params.now),
+        }
+        query = "reserve_any"
+        if params.topics is not None and len(params.topics) == 1:
+            query, values["topic"] = "reserve_topic", params.topics[0]
+        elif params.topics is not None:
+            query, values["topics"] = "reserve_topics", json.dumps(list(params.topics))
+        with self._write() as conn:  # rows become tasks before the commit
+            rows = conn.execute(Q[query], values).fetchall()
+            rows.sort(key=lambda row: (-row["priority"], row["seq"]))
+            return [_task(row) for row in rows if self._lock_at_start(conn, row, values["now"])]
+
+    def _lock_at_start(self, conn: sqlite3.Connection, row: sqlite3.Row, at: float) -> bool:
+        """Whether the task just reserved may start: it needs no lock at start,
+        or it took it. A refused one is settled by its rule in this transaction."""
+        lock = row["unique_lock"]
+        if lock not in (LockPhase.WHILE_EXECUTING, LockPhase.UNTIL_EXECUTED):
+            return True
+        key = row["unique_key"]
+        if self._take_lock(conn, row["id"], (key, lock), at + row["unique_ttl"], at):
+            return True
+        error = unique_start_error(self._lock_holder(conn, key))
+        params = {"id": row["id"], "now": at, "error": json.dumps(error.to_json())}
+        conn.execute(Q["refuse_unique_start"], params)
+        return False
+
+    def _holder_writes(
+        self,
+        query: str,
+        target: Status,
+        items: Sequence[tuple[Lease, dict[str, Any]]],
+        now: datetime | None,
+    ) -> list[Outcome]:
+        """Run ``query`` once per lease in one transaction; explain each miss."""
+        at = epoch_or_now(now)
+        outcomes: list[Outcome] = []
+        with self._write() as conn:
+            for lease, extra in items:
+                params = {"id": lease.task_id, "token": lease.token, "owner": lease.owner}
+                row = conn.execute(Q[query], {**params, **extra, "now": at}).fetchone()
+                if row is not None:
+                    outcomes.append(_task(row))
+                    continue
+                current = conn.execute(Q["get_task"], {"id": lease.task_id}).fetchone()
+                outcomes.append(refusal(None if current is None else _task(current), lease, target))
+        return outcomes
+
+    def _extend_many(
+        self, leases: list[Lease], lease_seconds: float, now: datetime | None
+    ) -> list[Outcome]:
+        items = [(lease, {"lease_seconds": lease_seconds}) for lease in leases]
+        return self._holder_writes("extend_lease", Status.RUNNING, items, now)
+
+    def _complete_many(
+        self, completions: list[tuple[Lease, str]], now: datetime | None
+    ) -> list[Outcome]:
+        items = [(lease, {"result": result}) for lease, result in completions]
+        return self._holder_writes("complete_task", Status.DONE, items, now)
+
+    def _fail_many(self, failures: list[Failure], now: datetime | None) -> list[Outcome]:
+        items = [(f.lease, _failure_params(f)) for f in failures]
+        return self._holder_writes("fail_task", Status.FAILED, items, now)
+
+    def _snooze(self, lease: Lease, seconds: float, now: datetime | None) -> Outcome:
+        items = [(lease, {"seconds": seconds})]
+        return self._holder_writes("snooze_task", Status.SNOOZED, items, now)[0]
+
+    def _release(self, lease: Lease, now: datetime | None) -> Outcome:
+        return self._holder_writes("release_task", Status.PENDING, [(lease, {})], now)[0]
+
+    # -- supervision and administration ---------------------------------------
+
+    def _revoke(self, task_id: str, record_ver: int, now: datetime | None) -> Task | None:
+        params = {
+            "id": task_id,
+            "record_ver": record_ver,
+            "now": epoch_or_now(now),
+            "lost_error": json.dumps(LOST_ERROR.to_json()),
+        }
+        with self._write() as conn:
+            row = conn.execute(Q["revoke_task"], params).fetchone()
+            return None if row is None else _task(row)
+
+    def _admin_transition(self, task_id: str, target: Status, now: datetime | None) -> Task:
+        query, sources = ("cancel_task", CANCELLABLE)
+        if target is Status.PENDING:
+            query, sources = ("retry_task", RETRYABLE)
+        params = {"id": task_id, "now": epoch_or_now(now), "sources": _status_list(sources)}
+        with self._write() as conn:
+            row = conn.execute(Q[query], params).fetchone()
+            if row is not None:
+                return _task(row)
+            current = conn.execute(Q["get_task"], {"id": task_id}).fetchone()
+        raise admin_refusal(None if current is None else _task(current), task_id, target)
+
+    # -- the clock and retention ------------------------------------------------
+
+    def _clock_now(self) -> datetime:
+        return utcnow()
+
+    def _prune_tasks(self, older_than: float, limit: int, now: datetime | None) -> int:
+        return self._delete("prune_tasks", epoch_or_now(now) - older_than, limit)
+
+    def _prune_events(self, older_than: float, limit: int, now: datetime | None) -> int:
+        return self._delete("prune_events", epoch_or_now(now) - older_than, limit)
+
+    def _delete(self, query: str, cutoff: float, limit: int) -> int:
+        with self._write() as conn:
+            deleted: int = conn.execute(Q[query], {"cutoff": cutoff, "limit": limit}).rowcount
+            return deleted
+
+    # -- wake-ups -----------------------------------------------------------------
+
+    def task_wait(self, topics: Sequence[str] | None, timeout: float) -> bool:
+        """SQLite sends no notifications, so watch instead: every couple of
+        milliseconds, read the database's change counter (no I/O); when another
+        connection has committed, say "woken" if a task of ``topics`` is runnable.
+        An idle worker thus starts a new task within milliseconds, and a commit
+        that enqueued nothing for it costs one indexed read, never a write."""
+        deadline = time.monotonic() + validate_seconds(timeout, "timeout", allow_zero=True)
+        params = {"topics": None if topics is None else json.dumps(list(topics))}
+        query = "runnable_any" if topics is None else "runnable_topics"
+        while True:
+            with self._use() as conn:
+                version = conn.execute(Q["data_version"]).fetchone()[0]
+                changed = version != getattr(self._local, "seen_version", version)
+                self._local.seen_version = version
+                if (
+                    changed
+                    and conn.execute(Q[query], {**params, "now": epoch_or_now(None)}).fetchone()
+                ):
+                    return True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            time.sleep(min(WATCH_INTERVAL, left))
+
+    # -- unique locks -------------------------------------------------------------
+
+    def _unique_lock_list(self, limit: int, now: datetime | None) -> list[UniqueLock]:
+        params = {"limit": limit, "now": epoch_or_now(now)}
+        return [_unique_lock(row) for row in self._read("list_unique_locks", params)]
+
+    def _unique_lock_prune(self, now: datetime | None) -> int:
+        with self._write() as conn:
+            return conn.execute(Q["prune_unique_locks"], {"now": epoch_or_now(now)}).rowcount
+
+    # -- the worker registry ----------------------------------------------------
+
+    def _worker_beat(self, info: WorkerInfo, now: datetime | None) -> WorkerInfo:
+        params = {
+            "id": info.id,
+            "host": info.host,
+            "pid": info.pid,
+            "topics": json.dumps(sorted(info.topics)),
+            "tags": json.dumps(sorted(info.tags)),
+            "pool": info.pool,
+            "concurrency": info.concurrency,
+            "held": info.held,
+            "now": epoch_or_now(now),
+        }
+        with self._write() as conn:
+            return _worker(conn.execute(Q["worker_beat"], params).fetchone())
+
+    def _worker_remove(self, worker_id: str) -> bool:
+        with self._write() as conn:
+            return conn.execute(Q["worker_remove"], {"id": worker_id}).fetchone() is not None
+
+    def _worker_list(self) -> list[WorkerInfo]:
+        return [_worker(row) for row in self._read("worker_list", {})]
+
+    def _worker_prune(self, silent_for: float, now: datetime | None) -> int:
+        with self._write() as conn:
+            cutoff = epoch_or_now(now) - silent_for
+            pruned: int = conn.execute(Q["worker_prune"], {"cutoff": cutoff}).rowcount
+            return pruned
+
+    # -- leadership ---------------------------------------------------------------
+
+    def _leader_acquire(self, name: str, owner: str, lease_seconds: float) -> LeaderLease | None:
+        params = {"name": name, "owner": owner, "lease_seconds": lease_seconds, "now": time.time()}
+        with self._write() as conn:
+            row = conn.execute(Q["leader_acquire"], params).fetchone()
+        return None if row is None else LeaderLease(row["name"], row["owner"], row["token"])
+
+    def _leader_extend(self, lease: LeaderLease, lease_seconds: float) -> LeaderState:
+        params = {**_leader_params(lease), "lease_seconds": lease_seconds, "now": time.time()}
+        with self._write() as conn:
+            row = conn.execute(Q["leader_extend"], params).fetchone()
+            if row is None:
+                raise LeaseLost(lease.name, f"leadership {lease.token} was revoked or given up")
+            return _leader(row)
+
+    def _leader_get(self, name: str) -> LeaderState | None:
+        rows = self._read("leader_get", {"name": name})
+        return _leader(rows[0]) if rows else None
+
+    def _leader_revoke(self, name: str, record_ver: int) -> bool:
+        params = {"name": name, "record_ver": record_ver, "now": time.time()}
+        with self._write() as conn:
+            return conn.execute(Q["leader_revoke"], params).fetchone() is not None
+
+    def _leader_resign(self, lease: LeaderLease) -> bool:
+        params = {**_leader_params(lease), "now": time.time()}
+        with self._write() as conn:
+            return conn.execute(Q["leader_resign"], params).fetchone() is not None
+
+
+LOST_ERROR = TaskError(
+    "LeaseExpired",
+    "the lease was revoked: its holder stopped extending it, and no attempt was left",
+)
+"""The error a task ends with when its last attempt's holder vanished."""
+
+
+def _filter_params(filters: TaskFilter) -> dict[str, Any]:
+    return {
+        "topic": filters.topic,
+        "sub_topic": filters.sub_topic,
+        "status": None if filters.status is None else str(filters.status),
+        "name": filters.name,
+        "group_id": filters.group_id,
+        "created_from": _epoch(filters.created_from),
+        "created_to": _epoch(filters.created_to),
+    }
+
+
+def _leader_params(lease: LeaderLease) -> dict[str, Any]:
+    return {"name": lease.name, "owner": lease.owner, "token": lease.token}
+
+
+def _leader(row: sqlite3.Row) -> LeaderState:
+    return LeaderState(
+        name=row["name"],
+        owner=row["owner"],
+        token=row["token"],
+        record_ver=row["record_ver"],
+        lease_seconds=row["lease_seconds"],
+    )
+
+
+def _worker(row: sqlite3.Row) -> WorkerInfo:
+    return WorkerInfo(
+        id=row["id"],
+        host=row["host"],
+        pid=row["pid"],
+        topics=tuple(json.loads(row["topics"])),
+        tags=tuple(json.loads(row["tags"])),
+        pool=row["pool"],
+        concurrency=row["concurrency"],
+        held=row["held"],
+        started_at=from_epoch(row["started_at"]),
+        last_seen=from_epoch(row["last_seen"]),
+    )
+
+
+def _status_list(statuses: frozenset[Status]) -> str:
+    return json.dumps(sorted(str(s) for s in statuses))
+
+
+def _epoch(moment: datetime | None) -> float | None:
+    return None if moment is None else moment.timestamp()
+
+
+def _moment(seconds: float | None) -> datetime | None:
+    return None if seconds is None else from_epoch(seconds)
+
+
+def _insert_params(task: PreparedTask, now: float) -> dict[str, Any]:
+    run_at = task.run_at.timestamp() if task.run_at is not None else None
+    if run_at is None and task.delay > 0:
+        run_at = now + task.delay
+    return {
+        "id": task.id,
+        "topic": task.topic,
+        "sub_topic": task.sub_topic,
+        "name": task.name,
+        "data": task.data_json,
+        "group_id": task.group_id,
+        "description": task.description,
+        "priority": task.priority,
+        "max_attempts": task.max_attempts,
+        "tags": json.dumps(list(task.tags)),
+        "timeout": task.timeout,
+        "run_at": run_at,
+        "now": now,
+        **unique_columns(task.unique),
+    }
+
+
+def _failure_params(failure: Failure) -> dict[str, Any]:
+    return {
+        "retry_in": failure.retry_in,
+        "priority_step": failure.priority_step,
+        "error": json.dumps(failure.error.to_json()),
+    }
+
+
+def _task(row: sqlite3.Row) -> Task:
+    error = row["error"]
+    return Task(
+        id=row["id"],
+        topic=row["topic"],
+        sub_topic=row["sub_topic"],
+        name=row["name"],
+        status=Status(row["status"]),
+        data=serializer.loads(row["data"]),
+        result=serializer.loads(row["result"]),
+        error=None if error is None else TaskError.from_json(json.loads(error)),
+        group_id=row["group_id"],
+        description=row["description"],
+        priority=row["priority"],
+        attempts=row["attempts"],
+        max_attempts=row["max_attempts"],
+        tags=frozenset(json.loads(row["tags"])),
+        assignee=row["assignee"],
+        timeout=row["timeout"],
+        run_at=_moment(row["run_at"]),
+        created_at=_moment(row["created_at"]),
+        updated_at=_moment(row["updated_at"]),
+        started_at=_moment(row["started_at"]),
+        finished_at=_moment(row["finished_at"]),
+        duration=row["duration"],
+        lease_owner=row["lease_owner"],
+        lease_expires_at=_moment(row["lease_expires_at"]),
+        lease_token=row["lease_token"],
+        lease_seconds=row["lease_seconds"],
+        record_ver=row["record_ver"],
+        unique_key=row["unique_key"],
+    )
+
+
+def _unique_lock(row: sqlite3.Row) -> UniqueLock:
+    return UniqueLock(
+        key=row["key"],
+        task_id=row["task_id"],
+        lock=LockPhase(row["lock"]),
+        expires_at=from_epoch(row["expires_at"]),
+        created_at=from_epoch(row["created_at"]),
+    )
+
+
+def _event(row: sqlite3.Row) -> Event:
+    from_status = row["from_status"]
+    return Event(
+        id=row["id"],
+        task_id=row["task_id"],
+        topic=row["topic"],
+        name=row["name"],
+        from_status=None if from_status is None else Status(from_status),
+        to_status=Status(row["to_status"]),
+        attempt=row["attempt"],
+        owner=row["owner"],
+        at=from_epoch(row["at"]),
+    )

@@ -1,0 +1,261 @@
+"""The values that cross the store boundary: what callers pass in and get back."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+
+from tenure import serializer
+from tenure.errors import TenureError
+from tenure.task import JSON, Status, Task, TaskError
+
+
+class LockPhase(StrEnum):
+    """When a unique task holds its lock (Cloudtasker's lock names)."""
+
+    UNTIL_EXECUTING = "until_executing"  # enqueue → start
+    WHILE_EXECUTING = "while_executing"  # start → end
+    UNTIL_EXECUTED = "until_executed"  # enqueue → end
+
+
+class OnConflict(StrEnum):
+    """What happens to a unique task whose lock is held by another."""
+
+    REJECT = "reject"  # not created at enqueue; cancelled at start
+    RAISE = "raise"  # UniqueConflict to the caller; a failed attempt at start
+    RESCHEDULE = "reschedule"  # (while_executing) back to pending, retry_in seconds later
+
+
+@dataclass(frozen=True, slots=True)
+class UniqueRule:
+    """A task's uniqueness as the store enforces it: the lock ``key``, when it is
+    held, what a conflict does, the lock's time to live (from the scheduled time,
+    or from the start for ``while_executing``) and the delay of a reschedule, or
+    of the retry after a ``raise`` conflict at start."""
+
+    key: str
+    lock: LockPhase
+    on_conflict: OnConflict = OnConflict.REJECT
+    ttl: float = 600.0
+    retry_in: float = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class UniqueLock:
+    """A held unique lock, as stored."""
+
+    key: str
+    task_id: str
+    lock: LockPhase
+    expires_at: datetime
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class NewTask:
+    """A task to create. ``run_at`` (absolute) or ``delay`` (seconds from the
+    store's now) postpone it; with neither it may run at once."""
+
+    topic: str
+    name: str
+    data: JSON = None
+    id: str | None = None
+    sub_topic: str = "default"
+    group_id: str | None = None
+    description: str | None = None
+    priority: int = 0
+    max_attempts: int = 1
+    tags: frozenset[str] = frozenset()
+    timeout: float | None = None
+    run_at: datetime | None = None
+    delay: float | None = None
+    unique: UniqueRule | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedTask:
+    """A :class:`NewTask` that passed validation, with its JSON already encoded."""
+
+    id: str
+    topic: str
+    sub_topic: str
+    name: str
+    data_json: str
+    group_id: str | None
+    description: str | None
+    priority: int
+    max_attempts: int
+    tags: tuple[str, ...]
+    timeout: float | None
+    run_at: datetime | None
+    delay: float
+    unique: UniqueRule | None
+
+    @property
+    def locks_at_enqueue(self) -> bool:
+        """Whether creating this task takes its unique lock."""
+        return self.unique is not None and self.unique.lock is not LockPhase.WHILE_EXECUTING
+
+    def created(self, at: datetime, run_at: datetime | None) -> Task:
+        """The task as a store inserted it ``at`` (its clock), runnable from
+        ``run_at``: built from what was written, without reading it back."""
+        return Task(
+            id=self.id,
+            topic=self.topic,
+            sub_topic=self.sub_topic,
+            name=self.name,
+            status=Status.PENDING,
+            data=serializer.loads(self.data_json),  # as it reads back (tuples are lists)
+            group_id=self.group_id,
+            description=self.description,
+            priority=self.priority,
+            max_attempts=self.max_attempts,
+            tags=frozenset(self.tags),
+            timeout=self.timeout,
+            run_at=run_at,
+            created_at=at,
+            updated_at=at,
+            unique_key=None if self.unique is None else self.unique.key,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """What a holder names on every write: the task, who holds it, and the token
+    its reservation was granted. A newer reservation carries a newer token."""
+
+    task_id: str
+    owner: str
+    token: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReserveParams:
+    """Reserve up to ``limit`` pending tasks of ``topics`` (``None``: any topic)
+    whose tags are all among ``tags``, leased to ``owner`` for ``lease_seconds``."""
+
+    owner: str
+    topics: Sequence[str] | None = None
+    limit: int = 1
+    lease_seconds: float = 30.0
+    tags: frozenset[str] = frozenset()
+    now: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """A holder reports success, with the task's result."""
+
+    lease: Lease
+    result: JSON = None
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """A holder reports a failed attempt. With ``retry_in`` the task goes back to
+    pending that many seconds later and ``priority_step`` lower; without it the
+    task ends failed."""
+
+    lease: Lease
+    error: TaskError
+    retry_in: float | None = None
+    priority_step: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class TaskFilter:
+    """Filters for listing tasks; ``None`` means "any"."""
+
+    topic: str | None = None
+    sub_topic: str | None = None
+    status: Status | None = None
+    name: str | None = None
+    group_id: str | None = None
+    created_from: datetime | None = None
+    created_to: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One page of a listing. ``cursor`` resumes after it; ``None`` at the end."""
+
+    tasks: list[Task] = field(default_factory=list)
+    cursor: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One transition, as the event log recorded it. ``from_status`` is ``None``
+    for a task's creation."""
+
+    id: int
+    task_id: str
+    topic: str
+    name: str
+    from_status: Status | None
+    to_status: Status
+    attempt: int
+    owner: str | None
+    at: datetime
+
+
+Outcome = Task | TenureError
+"""Per-item result of a batch write: the updated task, or why it was refused."""
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerInfo:
+    """A worker's row in the registry. ``started_at`` and ``last_seen`` are set by
+    the store's clock."""
+
+    id: str
+    host: str
+    pid: int
+    topics: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    pool: str = "threads"
+    concurrency: int = 1
+    held: int = 0
+    started_at: datetime | None = None
+    last_seen: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderLease:
+    """What a leader names to keep or give up its leadership of ``name``."""
+
+    name: str
+    owner: str
+    token: int
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderState:
+    """A leadership as stored. ``owner`` is ``None`` while it is vacant.
+    ``record_ver`` grows with every write, as a task's does: standbys watch it
+    with the same skew-proof rule the supervisor applies to task leases."""
+
+    name: str
+    owner: str | None
+    token: int | None
+    record_ver: int
+    lease_seconds: float
+
+
+UNIQUE_COLUMNS = (
+    "unique_key",
+    "unique_lock",
+    "unique_on_conflict",
+    "unique_ttl",
+    "unique_retry_in",
+)
+
+
+def unique_columns(rule: UniqueRule | None) -> dict[str, str | float | None]:
+    """A task row's unique_* columns for ``rule`` (all None without one)."""
+    if rule is None:
+        return dict.fromkeys(UNIQUE_COLUMNS)
+    values = (rule.key, rule.lock.value, rule.on_conflict.value, rule.ttl, rule.retry_in)
+    return dict(zip(UNIQUE_COLUMNS, values, strict=True))

@@ -1,0 +1,123 @@
+"""The task record, its statuses, and the one table of allowed transitions.
+
+Every store enforces :data:`TRANSITIONS`; nothing else in tenure decides which
+status may follow which.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+JSON = Any
+"""A value that JSON can carry: dict, list, str, int, float, bool or None."""
+
+
+class Status(StrEnum):
+    """Where a task is in its life. Values are the strings stored."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    SNOOZED = "snoozed"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+TRANSITIONS: Mapping[Status, frozenset[Status]] = {
+    # reserve; cancel
+    Status.PENDING: frozenset({Status.RUNNING, Status.CANCELLED}),
+    # complete; fail (last attempt, or revoked with no attempt left); retry, revoke,
+    # release or unique reschedule; snooze; cancel
+    Status.RUNNING: frozenset(
+        {Status.DONE, Status.FAILED, Status.PENDING, Status.SNOOZED, Status.CANCELLED}
+    ),
+    # woken when the snooze ends; cancel
+    Status.SNOOZED: frozenset({Status.PENDING, Status.CANCELLED}),
+    Status.DONE: frozenset(),
+    # a person retries it
+    Status.FAILED: frozenset({Status.PENDING}),
+    Status.CANCELLED: frozenset({Status.PENDING}),
+}
+"""For each status, the statuses it may move to. Done is final."""
+
+LEASED = frozenset({Status.RUNNING, Status.SNOOZED})
+"""Statuses the lease supervisor watches."""
+
+FINISHED = frozenset({Status.DONE, Status.FAILED, Status.CANCELLED})
+"""Statuses in which no work is pending or under way."""
+
+RETRYABLE = frozenset({Status.FAILED, Status.CANCELLED})
+"""Statuses from which a person may send a task back to pending."""
+
+
+def can_transition(from_status: Status, to_status: Status) -> bool:
+    """Whether the status table allows ``from_status`` → ``to_status``."""
+    return to_status in TRANSITIONS[from_status]
+
+
+def sources_of(to_status: Status) -> frozenset[Status]:
+    """Every status from which ``to_status`` may be reached."""
+    return frozenset(s for s, targets in TRANSITIONS.items() if to_status in targets)
+
+
+CANCELLABLE = sources_of(Status.CANCELLED)
+"""Statuses from which a task may be cancelled."""
+
+
+@dataclass(frozen=True, slots=True)
+class TaskError:
+    """The last error of a task: exception type, message and traceback."""
+
+    type: str
+    message: str
+    traceback: str = ""
+
+    def to_json(self) -> dict[str, str]:
+        return {"type": self.type, "message": self.message, "traceback": self.traceback}
+
+    @classmethod
+    def from_json(cls, value: Mapping[str, Any]) -> TaskError:
+        return cls(str(value["type"]), str(value["message"]), str(value.get("traceback", "")))
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """One stored task, as a store returns it. Immutable: a write returns a new one."""
+
+    id: str
+    topic: str
+    name: str
+    status: Status
+    data: JSON = None
+    sub_topic: str = "default"
+    group_id: str | None = None
+    description: str | None = None
+    result: JSON = None
+    error: TaskError | None = None
+    priority: int = 0
+    attempts: int = 0
+    max_attempts: int = 1
+    tags: frozenset[str] = field(default_factory=frozenset)
+    assignee: str | None = None
+    timeout: float | None = None
+    run_at: datetime | None = None  # not before this time; None: may run at once
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    duration: float | None = None
+    lease_owner: str | None = None
+    lease_expires_at: datetime | None = None
+    lease_token: int | None = None
+    lease_seconds: float | None = None
+    record_ver: int = 1
+    unique_key: str | None = None
+
+    @property
+    def finished(self) -> bool:
+        """Whether the task has reached done, failed or cancelled."""
+        return self.status in FINISHED

@@ -1,0 +1,177 @@
+"""Writes execution endings to the store in batches, fenced by each lease.
+
+Endings queue up while a write is under way and go out together: one
+``task_complete_many``, one ``task_fail_many``. A task is forgotten by the worker
+only after its ending is committed (or refused because the lease is gone), so
+the keepalive goes on extending it until then and nothing is acknowledged early.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from functools import partial
+
+from tenure.errors import StoreUnavailable, TenureError
+from tenure.retry import Backoff
+from tenure.store import Completion, Failure, Store
+from tenure.store.types import Outcome
+from tenure.worker.held import Held, Holdings
+from tenure.worker.runner import Ending, Raised, Succeeded
+
+log = logging.getLogger("tenure.worker")
+
+BATCH = 500
+RETRY_PAUSE = 0.5
+
+BackoffOf = Callable[[str], Backoff]
+
+
+class Completer:
+    """A thread that commits endings; ``put`` never blocks the executions."""
+
+    def __init__(
+        self,
+        store: Store,
+        holdings: Holdings,
+        backoff_of: BackoffOf,
+        *,
+        give_up: threading.Event | None = None,
+    ) -> None:
+        self.store = store
+        self.holdings = holdings
+        self.backoff_of = backoff_of
+        # Set (a second stop signal) while the store is unreachable: endings not
+        # yet written are dropped; their tasks, still leased in the store, are
+        # handed back by the supervisor once the leases lapse and run again.
+        self.give_up = give_up or threading.Event()
+        self._queue: queue.Queue[tuple[Held, Ending] | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._loop, name="tenure-completer", daemon=True)
+        self.on_written: Callable[[], None] = lambda: None
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def put(self, held: Held, ending: Ending) -> None:
+        self._queue.put((held, ending))
+
+    def close(self) -> None:
+        """Write what is queued, then stop."""
+        self._queue.put(None)
+        self._thread.join()
+
+    def _loop(self) -> None:
+        while True:
+            first = self._queue.get()
+            batch = [] if first is None else [first]
+            stop = first is None
+            while len(batch) < BATCH:
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if item is None:
+                    stop = True
+                else:
+                    batch.append(item)
+            if batch:
+                self._write(batch)
+                self.on_written()
+            if stop:
+                return
+
+    def _write(self, batch: list[tuple[Held, Ending]]) -> None:
+        done: list[tuple[Held, Ending]] = []
+        completions: list[Completion] = []
+        failed: list[tuple[Held, Ending]] = []
+        failures: list[Failure] = []
+        for held, ending in batch:
+            if isinstance(ending, Succeeded):
+                done.append((held, ending))
+                completions.append(Completion(held.lease, ending.result))
+            elif isinstance(ending, Raised):
+                failed.append((held, ending))
+                failures.append(self._failure(held, ending))
+            else:
+                self._persist([(held, ending)], partial(self._snooze, held, ending.seconds))
+        if done:
+            self._persist(done, partial(self.store.task_complete_many, completions))
+        if failed:
+            self._persist(failed, partial(self.store.task_fail_many, failures))
+
+    def _snooze(self, held: Held, seconds: float) -> list[Outcome]:
+        try:
+            return [self.store.task_snooze(held.lease, seconds)]
+        except StoreUnavailable:
+            raise
+        except TenureError as exc:
+            return [exc]
+
+    def _failure(self, held: Held, ending: Raised) -> Failure:
+        policy = self.backoff_of(held.task.name)
+        retry_in: float | None = None
+        if not ending.final and held.task.attempts < held.task.max_attempts:
+            retry_in = ending.retry_in
+            if retry_in is None:
+                retry_in = policy.delay(held.task.attempts)
+        return Failure(held.lease, ending.error, retry_in, policy.priority_step)
+
+    def _persist(
+        self, items: list[tuple[Held, Ending]], write: Callable[[], list[Outcome]]
+    ) -> None:
+        """Write until the store answers: an ending is never dropped for a passing
+        outage; each held task is forgotten once its ending's fate is known."""
+        while True:
+            try:
+                outcomes = write()
+                break
+            except StoreUnavailable as exc:
+                log.warning("store unavailable while writing %d endings: %s", len(items), exc)
+                if self.give_up.wait(RETRY_PAUSE):
+                    log.error(
+                        "%d endings not written: their tasks run again after their leases lapse",
+                        len(items),
+                    )
+                    for held, _ in items:
+                        self.holdings.drop(held)
+                    return
+        for (held, ending), outcome in zip(items, outcomes, strict=True):
+            _log_ending(held, ending, outcome)
+            self.holdings.drop(held)
+
+
+def _log_ending(held: Held, ending: Ending, outcome: Outcome) -> None:
+    task = held.task
+    fields = {
+        "task_id": task.id,
+        "task_name": task.name,
+        "attempt": task.attempts,
+        "duration": round(held_duration(held), 6),
+    }
+    if isinstance(outcome, TenureError):
+        log.warning(
+            "task %s %s attempt=%d: ending discarded, %s",
+            task.id,
+            task.name,
+            task.attempts,
+            outcome,
+            extra=fields,
+        )
+        return
+    log.info(
+        "task %s %s attempt=%d %s -> %s duration=%.3fs",
+        task.id,
+        task.name,
+        task.attempts,
+        type(ending).__name__.lower(),
+        outcome.status,
+        fields["duration"],
+        extra={**fields, "status": str(outcome.status)},
+    )
+
+
+def held_duration(held: Held) -> float:
+    return time.monotonic() - held.started

@@ -1,0 +1,104 @@
+"""Keeps held leases alive and ends executions that must not go on.
+
+One thread, ticking often:
+- keepalive: every ``lease / 3`` seconds, all held leases are extended in one
+  round trip. A refused extension (lease lost, expired, task cancelled) means
+  someone else may own the task now: the execution is abandoned at once and its
+  ending will never be written.
+- self-fencing: if the store could not be reached long enough for a lease to run
+  out by this process's own monotonic clock, the execution is abandoned too; the
+  supervisor will give the task to another worker.
+- timeouts: an execution past its task's timeout is abandoned and its attempt
+  failed with ``TimeoutError``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from tenure.errors import StoreError, TenureError
+from tenure.store import Store
+from tenure.task import TaskError
+from tenure.worker.held import Held, Holdings
+from tenure.worker.runner import Ending, Raised
+
+log = logging.getLogger("tenure.worker")
+
+TICK = 0.02
+
+
+class Monitor:
+    def __init__(
+        self,
+        store: Store,
+        holdings: Holdings,
+        lease_seconds: float,
+        abandon: Callable[[str], None],
+        finish: Callable[[Held, Ending], None],
+    ) -> None:
+        self.store = store
+        self.holdings = holdings
+        self.lease_seconds = lease_seconds
+        self.interval = lease_seconds / 3
+        self.abandon = abandon
+        self.finish = finish
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="tenure-keepalive", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _loop(self) -> None:
+        next_keepalive = time.monotonic() + self.interval
+        while not self._stop.wait(TICK):
+            now = time.monotonic()
+            self._expire(now)
+            if now >= next_keepalive:
+                self.keepalive()
+                next_keepalive = time.monotonic() + self.interval
+
+    def _expire(self, now: float) -> None:
+        for held in self.holdings:
+            if held.ended:
+                continue
+            if held.deadline is not None and now >= held.deadline:
+                if self.holdings.end(held):
+                    self.abandon(held.task.id)
+                    message = f"the task ran longer than its timeout of {held.task.timeout}s"
+                    self.finish(held, Raised(TaskError("TimeoutError", message)))
+            elif now >= held.expires and self.holdings.end(held):
+                log.warning(
+                    "task %s: lease ran out before it could be extended (this process was "
+                    "paused, or the store unreachable); abandoning the execution",
+                    held.task.id,
+                )
+                self.abandon(held.task.id)
+                self.holdings.drop(held)
+
+    def keepalive(self) -> None:
+        """Extend every held lease in one round trip; abandon what was refused."""
+        held_now = [h for h in self.holdings if not h.ended]
+        if not held_now:
+            return
+        sent = time.monotonic()
+        try:
+            outcomes = self.store.lease_extend_many([h.lease for h in held_now], self.lease_seconds)
+        except StoreError as exc:
+            log.warning("keepalive failed, will retry: %s", exc)
+            return
+        for held, outcome in zip(held_now, outcomes, strict=True):
+            if not isinstance(outcome, TenureError):
+                held.expires = sent + self.lease_seconds
+            elif self.holdings.end(held):
+                log.warning(
+                    "task %s: lease lost (%s); abandoning the execution", held.task.id, outcome
+                )
+                self.abandon(held.task.id)
+                self.holdings.drop(held)

@@ -1,0 +1,325 @@
+"""The worker: reserves tasks, runs them in a pool, keeps their leases, reports endings.
+
+Threads, each with one job:
+- the fetch loop (the caller of ``run``) reserves up to the free slots in one
+  call and hands tasks to the executor; when idle it waits for a slot to free,
+  a store notification, the poll interval, or a stop;
+- the completer writes endings in batches (see ``completer``);
+- the monitor extends leases and enforces timeouts (see ``monitor``);
+- the store's wake-ups (``Store.task_notify``: PostgreSQL's listener, SQLite's
+  watch on its change counter) wake the fetch loop as soon as tasks are created;
+- the heartbeat keeps the worker's registry row fresh;
+- unless ``scheduler=False``, the scheduler stands by and runs the cycle when
+  this worker is elected.
+
+Shutdown (SIGTERM/SIGINT or ``stop()``): stop reserving, let running tasks
+finish within ``grace`` seconds, then release what remains to pending at once so
+another worker can start it; a second signal skips the wait.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+from tenure.errors import ConfigError, StoreError, StoreUnavailable, TenureError
+from tenure.ids import default_owner
+from tenure.retry import Backoff
+from tenure.store import ReserveParams, Store
+from tenure.store import validate as check
+from tenure.store.types import Lease, WorkerInfo
+from tenure.task import Task
+from tenure.worker.completer import BATCH as ENDINGS_BATCH
+from tenure.worker.completer import Completer
+from tenure.worker.executors import Executor, make_executor
+from tenure.worker.held import Held, Holdings
+from tenure.worker.monitor import Monitor
+from tenure.worker.prefetch import Prefetch
+from tenure.worker.registry import Heartbeat, this_host
+from tenure.worker.runner import Ending
+
+if TYPE_CHECKING:
+    from tenure.app import App
+
+log = logging.getLogger("tenure.worker")
+
+POOLS = ("threads", "processes", "async")
+
+
+class Worker:
+    """Runs the tasks of one App. ``run()`` blocks until stopped and returns 0."""
+
+    def __init__(
+        self,
+        app: App,
+        *,
+        topics: Iterable[str] | None = None,
+        concurrency: int = 4,
+        prefetch: int | None = None,
+        pool: str = "threads",
+        tags: Iterable[str] = (),
+        lease: float = 30.0,
+        grace: float = 30.0,
+        poll_interval: float = 1.0,
+        owner: str | None = None,
+        scheduler: bool = True,
+        scheduler_options: Mapping[str, Any] | None = None,
+        heartbeat: float = 5.0,
+    ) -> None:
+        if pool not in POOLS:
+            raise ConfigError(f"pool must be one of {', '.join(POOLS)}, not {pool!r}")
+        self.app = app
+        self.topics = self._topics(app, topics)
+        self.concurrency = check.integer(concurrency, "concurrency", minimum=1)
+        # Reserved beyond the running ones, so the next tasks are at hand when
+        # one ends and reservations come in batches; leased and kept alive
+        # like the running ones. 0 takes only what can start at once; None
+        # follows the work (see ``prefetch``).
+        fixed = None if prefetch is None else check.integer(prefetch, "prefetch", minimum=0)
+        self.prefetch = Prefetch(self.concurrency, fixed)
+        self.pool = pool
+        self.tags = frozenset(check.tag_set(tags, "tags"))
+        self.lease = check.seconds(lease, "lease")
+        self.grace = check.seconds(grace, "grace", allow_zero=True)
+        self.poll_interval = check.seconds(poll_interval, "poll_interval")
+        self.owner = owner or default_owner()
+        self.hosts_scheduler = scheduler
+        # Passed to App.scheduler (interval, leader_lease, retention ...).
+        self.scheduler_options = dict(scheduler_options or {})
+        self.heartbeat_interval = check.seconds(heartbeat, "heartbeat")
+        self.holdings = Holdings()
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._hurry = threading.Event()
+        self.started = threading.Event()
+
+    @staticmethod
+    def _topics(app: App, topics: Iterable[str] | None) -> list[str]:
+        """The topics asked for, else those of the App's tasks: a worker never takes
+        tasks it has no function for just because they share its store."""
+        if topics is not None:
+            chosen = sorted({check.text(t, "topics") for t in topics})
+        else:
+            chosen = sorted({f.config.topic for f in app.registry.values()})
+        if not chosen:
+            raise ConfigError("the worker has no topics: declare tasks with @app.task first")
+        return chosen
+
+    def __repr__(self) -> str:
+        return f"<Worker {self.owner} topics={self.topics} {self.pool}x{self.concurrency}>"
+
+    # -- lifecycle --------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Stop gracefully; a second call stops without waiting for running tasks."""
+        if self._stopping.is_set():
+            self._hurry.set()
+        self._stopping.set()
+        self._wake.set()
+
+    def run(self) -> int:
+        """Work until stopped; return the process exit code (0 on a clean stop)."""
+        store = self.app.store
+        executor = make_executor(self.pool, self.app, self.concurrency)
+        completer = Completer(store, self.holdings, self._backoff_of, give_up=self._hurry)
+        completer.on_written = self._wake.set
+        monitor = Monitor(store, self.holdings, self.lease, executor.abandon, completer.put)
+        heartbeat = Heartbeat(store, self.describe, self.heartbeat_interval)
+        restore = self._install_signals()
+        completer.start()
+        monitor.start()
+        heartbeat.start()
+        scheduler = self._start_scheduler()
+        # New tasks on the store wake the fetch loop as slots freeing do.
+        unsubscribe = store.task_notify(self.topics, self._wake)
+        log.info(
+            "worker %s started: topics=%s pool=%s concurrency=%d",
+            self.owner,
+            ",".join(self.topics),
+            self.pool,
+            self.concurrency,
+        )
+        self.started.set()
+        try:
+            self._fetch_loop(store, executor, completer)
+        finally:
+            unsubscribe()
+            self._shutdown(store, executor, completer, monitor)
+            scheduler()
+            heartbeat.close(self.owner)
+            restore()
+        log.info("worker %s stopped", self.owner)
+        return 0
+
+    def _fetch_loop(self, store: Store, executor: Executor, completer: Completer) -> None:
+        def deliver(held: Held, ending: Ending) -> None:
+            if self.holdings.end(held):
+                self.prefetch.ran(time.monotonic() - held.started)
+                completer.put(held, ending)
+                self._wake.set()  # a slot is free: reserve while the ending is written
+
+        while not self._stopping.is_set():
+            # Clear before looking: a wake-up (a slot freed, a task enqueued) that
+            # comes after the look is kept for the wait below, never lost.
+            self._wake.clear()
+            slots = self.concurrency + self.prefetch.ahead
+            free = slots - self.holdings.unfinished()
+            tasks: list[Task] = []
+            # While tasks wait at hand, reserve only once a quarter of the slots
+            # is free: fewer, bigger reservations instead of one per ending. And
+            # never while the store is slow to take the endings: work done
+            # faster than it is recorded would pile up in memory.
+            behind = self.holdings.unwritten() >= max(slots, ENDINGS_BATCH)
+            if free > 0 and not behind and (free >= slots // 4 or not self.holdings.waiting()):
+                tasks = self._reserve(store, free)
+            for task in tasks:
+                self._start(task, executor, deliver)
+            if not tasks or len(tasks) < free:
+                self._wake.wait(self.poll_interval)
+
+    def _reserve(self, store: Store, limit: int) -> list[Task]:
+        began = time.monotonic()
+        try:
+            tasks = store.task_reserve(self._reserve_params(limit))
+        except StoreError as exc:
+            log.warning("reserve failed, will retry: %s", exc)
+            return []
+        self.prefetch.reserved(time.monotonic() - began)
+        return tasks
+
+    def _reserve_params(self, limit: int) -> ReserveParams:
+        return ReserveParams(
+            owner=self.owner,
+            topics=self.topics,
+            limit=limit,
+            lease_seconds=self.lease,
+            tags=self.tags,
+        )
+
+    def _start(
+        self, task: Task, executor: Executor, deliver: Callable[[Held, Ending], None]
+    ) -> None:
+        now = time.monotonic()
+        lease = Lease(task.id, self.owner, task.lease_token or 0)
+        held = Held(task, lease, started=now, expires=now + self.lease)
+        self.holdings.add(held)
+        log.info(
+            "task %s %s attempt=%d started",
+            task.id,
+            task.name,
+            task.attempts,
+            extra={"task_id": task.id, "task_name": task.name, "attempt": task.attempts},
+        )
+        # The execution reports as this reservation, never by task id alone: an
+        # older execution of the same task can neither start nor end this one.
+        executor.submit(
+            task,
+            lease,
+            lambda _, ending: deliver(held, ending),
+            lambda _: self.holdings.claim(held),
+        )
+
+    def describe(self) -> WorkerInfo:
+        """This worker as the registry shows it."""
+        host, pid = this_host()
+        return WorkerInfo(
+            id=self.owner,
+            host=host,
+            pid=pid,
+            topics=tuple(self.topics),
+            tags=tuple(sorted(self.tags)),
+            pool=self.pool,
+            concurrency=self.concurrency,
+            held=len(self.holdings),
+        )
+
+    def _start_scheduler(self) -> Callable[[], None]:
+        """Host the scheduler (it stands by unless elected); returns its stopper."""
+        if not self.hosts_scheduler:
+            return lambda: None
+        scheduler = self.app.scheduler(owner=self.owner, **self.scheduler_options)
+        stop = threading.Event()
+        thread = threading.Thread(
+            target=scheduler.run, args=(stop,), name="tenure-scheduler", daemon=True
+        )
+        thread.start()
+
+        def stop_scheduler() -> None:
+            stop.set()
+            thread.join()
+
+        return stop_scheduler
+
+    def _backoff_of(self, name: str) -> Backoff:
+        function = self.app.registry.get(name)
+        return Backoff() if function is None else function.config.backoff
+
+    # -- shutdown ---------------------------------------------------------------
+
+    def _shutdown(
+        self, store: Store, executor: Executor, completer: Completer, monitor: Monitor
+    ) -> None:
+        # Tasks that never began go back to pending at once, not after the grace.
+        unreleased = self._release(store, executor, self.holdings.end_waiting())
+        deadline = time.monotonic() + self.grace
+        while len(self.holdings) and not self._hurry.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0 or self.holdings.wait_empty(min(left, 0.05)):
+                break
+        ended = [held for held in self.holdings if self.holdings.end(held)]
+        unreleased += self._release(store, executor, ended, store_down=unreleased > 0)
+        if unreleased:
+            log.warning(
+                "%d tasks left leased, the store being unreachable: the supervisor "
+                "hands them back once their leases lapse",
+                unreleased,
+            )
+        completer.close()
+        monitor.close()
+        executor.close()
+
+    def _release(
+        self, store: Store, executor: Executor, helds: list[Held], *, store_down: bool = False
+    ) -> int:
+        """Abandon and release ``helds`` to pending; how many were left leased.
+
+        Releasing spares another worker the wait for their leases to lapse. It
+        stops at the first outage: the others would wait out the same one, each
+        for the pool's timeout."""
+        left = 0
+        for held in helds:
+            executor.abandon(held.task.id)
+            if left or store_down:
+                left += 1
+            else:
+                try:
+                    store.task_release(held.lease)
+                    log.info("task %s released to pending at shutdown", held.task.id)
+                except StoreUnavailable as exc:
+                    log.warning("task %s could not be released: %s", held.task.id, exc)
+                    left += 1
+                except TenureError as exc:  # its lease is gone: nothing to hand back
+                    log.warning("task %s could not be released: %s", held.task.id, exc)
+            self.holdings.drop(held)
+        return left
+
+    def _install_signals(self) -> Callable[[], None]:
+        if threading.current_thread() is not threading.main_thread():
+            return lambda: None
+
+        def on_signal(signum: int, _: FrameType | None) -> None:
+            log.info("worker %s: %s received, stopping", self.owner, signal.Signals(signum).name)
+            self.stop()
+
+        previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+        def restore() -> None:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+        return restore

@@ -1,0 +1,59 @@
+"""Helpers for the conformance suite: bring a task to any status, read events."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from tenure import Event, Lease, NewTask, ReserveParams, Status, Store, Task, TaskError
+
+OWNER = "worker-1"
+
+
+def new(topic: str = "t", name: str = "job", **fields: object) -> NewTask:
+    return NewTask(topic=topic, name=name, **fields)  # type: ignore[arg-type]
+
+
+def lease_of(task: Task, owner: str = OWNER) -> Lease:
+    assert task.lease_token is not None, f"{task.id} holds no lease"
+    return Lease(task.id, owner, task.lease_token)
+
+
+def reserve_one(store: Store, owner: str = OWNER, **params: object) -> tuple[Task, Lease]:
+    tasks = store.task_reserve(ReserveParams(owner=owner, **params))  # type: ignore[arg-type]
+    assert len(tasks) == 1, f"expected one task, got {tasks}"
+    return tasks[0], lease_of(tasks[0], owner)
+
+
+def reach(store: Store, status: Status, **fields: object) -> tuple[Task, Lease | None]:
+    """A new task brought to ``status`` by the ordinary operations, and the lease
+    it last ran under (``None`` if it never ran)."""
+    task = store.task_create(new(topic=f"reach-{status}", **fields))
+    if status is Status.PENDING:
+        return task, None
+    if status is Status.CANCELLED:
+        return store.task_cancel(task.id), None
+    running, lease = reserve_one(store, topics=[task.topic])
+    if status is Status.RUNNING:
+        return running, lease
+    if status is Status.SNOOZED:
+        return store.task_snooze(lease, 60), lease
+    if status is Status.DONE:
+        return store.task_complete(lease, {"ok": True}), lease
+    assert status is Status.FAILED
+    return store.task_fail(lease, ERROR), lease
+
+
+ERROR = TaskError("ValueError", "boom", "Traceback ...")
+
+
+def last_event_id(store: Store) -> int:
+    events = store.event_list(after=0, limit=10_000)
+    return events[-1].id if events else 0
+
+
+def events_since(store: Store, after: int) -> list[Event]:
+    return store.event_list(after=after, limit=10_000)
+
+
+def in_(seconds: float) -> datetime:
+    return datetime.now(UTC) + timedelta(seconds=seconds)

@@ -1,0 +1,114 @@
+"""Fixtures shared by every test: one ``store`` fixture over every backend.
+
+PostgreSQL tests use ``$TENURE_TEST_POSTGRES_URL`` (default: the local server).
+A fresh database is created for the run and dropped afterwards; each test starts
+from empty tables. Without a reachable server those tests are skipped with one
+line of reason, unless ``TENURE_REQUIRE_POSTGRES=1`` (CI sets it), which turns
+the skip into a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+
+from tenure.store import Store, open_store
+
+POSTGRES_URL = os.environ.get(
+    "TENURE_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
+BACKENDS = ["sqlite", "postgres"]
+
+StoreFactory = Callable[..., Store]
+
+
+def _require_postgres() -> bool:
+    return os.environ.get("TENURE_REQUIRE_POSTGRES") == "1"
+
+
+def _with_database(url: str, dbname: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path="/" + dbname))
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A URL to a fresh database on the test server, dropped after the run."""
+    try:
+        import psycopg
+    except ImportError:  # pragma: no cover - dev extras install it
+        pytest.fail("psycopg is not installed") if _require_postgres() else pytest.skip(
+            "psycopg not installed"
+        )
+    dbname = f"tenure_test_{uuid.uuid4().hex[:12]}"
+    try:
+        admin = psycopg.connect(POSTGRES_URL, autocommit=True, connect_timeout=5)
+    except psycopg.OperationalError as exc:
+        reason = f"PostgreSQL unreachable at {POSTGRES_URL}: {str(exc).strip().splitlines()[0]}"
+        if _require_postgres():
+            pytest.fail(reason)
+        pytest.skip(reason)
+    with admin:
+        admin.execute(f'CREATE DATABASE "{dbname}"')
+    try:
+        yield _with_database(POSTGRES_URL, dbname)
+    finally:
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """The name of the backend under test."""
+    return str(request.param)
+
+
+@pytest.fixture
+def store_url(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
+    """A URL to an empty store of the backend under test."""
+    if backend == "sqlite":
+        return f"sqlite:///{tmp_path / 'tenure.db'}"
+    url: str = request.getfixturevalue("postgres_url")
+    _empty_postgres(url)
+    return url
+
+
+def _empty_postgres(url: str) -> None:
+    """Migrate (once) and empty every table, so each test starts clean."""
+    import psycopg
+
+    open_store(url).close()  # applies migrations
+    with psycopg.connect(url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+            " AND tablename <> 'tenure_migrations'"
+        ).fetchall()
+        if rows:
+            tables = ", ".join(f'"{name}"' for (name,) in rows)
+            conn.execute(f"TRUNCATE {tables} RESTART IDENTITY")
+
+
+@pytest.fixture
+def make_store(store_url: str) -> Iterator[StoreFactory]:
+    """Opens stores on the test URL (several, for concurrency tests); closes them all."""
+    opened: list[Store] = []
+
+    def factory(**options: object) -> Store:
+        store = open_store(store_url, **options)
+        opened.append(store)
+        return store
+
+    yield factory
+    for store in opened:
+        store.close()
+
+
+@pytest.fixture
+def store(make_store: StoreFactory) -> Store:
+    """An empty store of the backend under test."""
+    return make_store()

@@ -1,0 +1,60 @@
+"""``make bench-compare`` in quick mode, on SQLite: tenure and Huey measured end to
+end (real worker processes), the table printed with tenure's ratio, the JSON
+written. It runs in .venv-compare, where the competitors are installed from
+PyPI; the test creates it the way ``make bench-compare`` does, if it is missing."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.integration.test_bench_smoke import EXPECTED as BENCH_KEYS
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+PYTHON = ROOT / ".venv-compare" / "bin" / "python"
+# The measurements both suites make (tenure bench also measures the store alone).
+EXPECTED = {key for key in BENCH_KEYS if key.split(".")[0] in ("enqueue", "drain", "pickup")}
+
+
+@pytest.fixture(scope="module")
+def compare_venv() -> Path:
+    """.venv-compare, installed by the Makefile's own rule (a no-op once done)."""
+    built = subprocess.run(
+        ["make", ".venv-compare/.installed"],
+        check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert built.returncode == 0, built.stderr[-3000:]
+    return PYTHON
+
+
+def test_quick_comparison_on_sqlite(compare_venv: Path, tmp_path: Path) -> None:
+    output = tmp_path / "compare.json"
+    argv = [str(compare_venv), "-m", "benchmarks.compare", "--quick", "--output", str(output)]
+    argv += ["--systems", "tenure-sqlite,huey-sqlite"]
+
+    done = subprocess.run(argv, check=False, cwd=ROOT, capture_output=True, text=True, timeout=240)
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "tenure ÷ it" in done.stdout
+    document = json.loads(output.read_text())
+    assert document["quick"] is True
+    assert document["repeat"] == 1
+    assert set(document["systems"]) == {"tenure-sqlite", "huey-sqlite"}
+    assert document["systems"]["huey-sqlite"]["versus"] == "tenure-sqlite"
+    results = document["results"]
+    assert {(r["system"], r["key"]) for r in results} == {
+        (system, key) for system in ("tenure-sqlite", "huey-sqlite") for key in EXPECTED
+    }
+    assert all(r["median"] > 0 and len(r["samples"]) == 1 for r in results)
+    ratios = {r["key"]: r for r in document["ratios"]}
+    assert set(ratios) == EXPECTED
+    assert all(r["competitor"] == "huey-sqlite" and r["ratio"] > 0 for r in ratios.values())

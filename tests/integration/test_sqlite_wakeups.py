@@ -1,0 +1,71 @@
+"""Idle workers on SQLite are woken within milliseconds of an enqueue, by
+watching the database's change counter (SQLite has no notifications)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from tenure import NewTask, open_store
+from tenure.store.sqlite.backend import SQLiteStore
+
+
+def waiter(store: SQLiteStore, topics: list[str] | None, timeout: float) -> dict[str, object]:
+    """Start ``task_wait`` in a thread; the dict gets its answer and when."""
+    outcome: dict[str, object] = {}
+    ready = threading.Event()
+
+    def wait() -> None:
+        store.task_wait(topics, 0)  # learn the current counter
+        ready.set()
+        outcome["woken"] = store.task_wait(topics, timeout)
+        outcome["at"] = time.monotonic()
+
+    thread = threading.Thread(target=wait)
+    thread.start()
+    assert ready.wait(10)
+    outcome["thread"] = thread
+    return outcome
+
+
+def test_an_enqueue_by_another_process_wakes_the_waiter(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'w.db'}"
+    watcher, writer = open_store(url), open_store(url)
+    assert isinstance(watcher, SQLiteStore)
+    outcome = waiter(watcher, ["mail"], timeout=20)
+    sent = time.monotonic()
+    writer.task_create(NewTask(topic="mail", name="send"))
+    outcome["thread"].join(20)  # type: ignore[attr-defined]
+    assert outcome["woken"] is True
+    assert float(outcome["at"]) - sent < 5  # milliseconds in practice; never the timeout
+
+
+def test_a_commit_that_enqueues_nothing_for_the_topics_does_not_wake(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'w.db'}"
+    watcher, writer = open_store(url), open_store(url)
+    assert isinstance(watcher, SQLiteStore)
+    outcome = waiter(watcher, ["mail"], timeout=0.5)
+    writer.task_create(NewTask(topic="other", name="send"))
+    writer.task_create(NewTask(topic="mail", name="later", delay=3600))
+    outcome["thread"].join(20)  # type: ignore[attr-defined]
+    assert outcome["woken"] is False
+
+
+def test_without_commits_the_wait_lasts_its_timeout(tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 'w.db'}")
+    started = time.monotonic()
+    assert store.task_wait(None, 0.2) is False
+    assert time.monotonic() - started >= 0.2
+
+
+def test_a_subscribed_event_is_set_by_an_enqueue_of_its_topic(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'w.db'}"
+    watcher, writer = open_store(url), open_store(url)
+    wake = threading.Event()
+    stop = watcher.task_notify(["mail"], wake)
+    try:
+        writer.task_create(NewTask(topic="mail", name="send"))
+        assert wake.wait(5)
+    finally:
+        stop()

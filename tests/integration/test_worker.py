@@ -1,0 +1,258 @@
+"""Real worker processes against each store: results, retries, timeouts, snooze,
+fencing, graceful shutdown, tags and pools."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tenure import Status, Store, Task
+from tests.apps import basic
+from tests.integration.workers import WorkerProcess, enqueue, finished, wait_until
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def workers(store_url: str) -> Iterator[list[WorkerProcess]]:
+    started: list[WorkerProcess] = []
+    yield started
+    for worker in started:
+        worker.stop()
+
+
+@pytest.fixture
+def start(store_url: str, workers: list[WorkerProcess]):  # type: ignore[no-untyped-def]
+    def start_worker(*options: str) -> WorkerProcess:
+        worker = WorkerProcess(store_url, *options)
+        workers.append(worker)
+        return worker
+
+    return start_worker
+
+
+def test_results_round_trip(store: Store, start) -> None:  # type: ignore[no-untyped-def]
+    start()
+    task = enqueue(store, basic.add, 2, b=3)
+    done = wait_until(store, task.id, finished)
+    assert (done.status, done.result) == (Status.DONE, 5)
+    assert done.assignee is not None and done.started_at is not None
+    assert done.finished_at is not None and done.duration is not None and done.duration >= 0
+
+
+def test_retries_back_off_and_lower_priority(store: Store, start) -> None:  # type: ignore[no-untyped-def]
+    start()
+    task = enqueue(store, basic.flaky, 2)
+    done = wait_until(store, task.id, finished)
+    assert (done.status, done.result, done.attempts) == (Status.DONE, {"attempt": 3}, 3)
+    assert done.priority == -2  # lowered by one on each retry
+    events = [e for e in store.event_list(limit=1000) if e.task_id == task.id]
+    path = [(e.from_status, e.to_status) for e in events]
+    retry = (Status.RUNNING, Status.PENDING)
+    assert path.count(retry) == 2
+    for failed_at, restarted in itertools.pairwise(events):
+        if (failed_at.from_status, failed_at.to_status) == retry:
+            waited = (restarted.at - failed_at.at).total_seconds()
+            assert waited >= 0.02  # backoff base 0.05 s, jitter at most halves it
+
+
+def test_last_failure_is_kept_with_traceback(store: Store, start) -> None:  # type: ignore[no-untyped-def]
+    start()
+    task = enqueue(store, basic.always_fails)
+    failed = wait_until(store, task.id, finished)
+    assert failed.status is Status.FAILED and failed.attempts == 2
+    assert failed.error is not None
+    assert (failed.error.type, failed.error.message) == ("RuntimeError", "always")
+    assert "Traceback" in failed.error.traceback and "always_fails" in failed.error.traceback
+
+
+def await_file(path: Path, timeout: float = 30) -> str:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path.name} never appeared"
+        time.sleep(0.01)
+    return path.read_text()
+
+
+def timed_out(store: Store, task: Task) -> Task:
+    failed = wait_until(store, task.id, finished, timeout=30)
+    assert failed.status is Status.FAILED
+    assert failed.error is not None and failed.error.type == "TimeoutError"
+    assert failed.duration is not None and failed.duration < 5  # cut at 0.3 s
+    return failed
+
+
+def test_timeout_abandons_a_thread_and_discards_its_late_outcome(  # type: ignore[no-untyped-def]
+    store: Store, start, tmp_path: Path
+) -> None:
+    worker = start("--pool", "threads")
+    failed = timed_out(store, enqueue(store, basic.overruns, str(tmp_path)))
+    assert int(await_file(tmp_path / "pid")) == worker.pid
+    (tmp_path / "gate").touch()  # the abandoned thread now returns "late"...
+    await_file(tmp_path / "returned")
+    after = enqueue(store, basic.add, 1, 1)  # ... before this task, on a free slot
+    assert wait_until(store, after.id, finished).result == 2
+    assert store.task_get(failed.id) == failed  # ... and nothing of it was written
+
+
+def test_timeout_kills_the_child_process(store: Store, start, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    worker = start("--pool", "processes")
+    timed_out(store, enqueue(store, basic.overruns, str(tmp_path)))
+    child = int(await_file(tmp_path / "pid"))
+    assert child != worker.pid
+    deadline = time.monotonic() + 30
+    while child_alive(child):
+        assert time.monotonic() < deadline, f"the child {child} still runs"
+        time.sleep(0.01)
+    # a fresh child serves the next task
+    done = wait_until(store, enqueue(store, basic.whoami).id, finished, timeout=30)
+    assert done.status is Status.DONE and done.result["pid"] not in (worker.pid, child)
+
+
+def child_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_timeout_cancels_the_coroutine(store: Store, start, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    start("--pool", "async")
+    timed_out(store, enqueue(store, basic.async_overruns, str(tmp_path)))
+    assert await_file(tmp_path / "cancelled") == "CancelledError"
+
+
+def test_snooze_then_resume(store: Store, start, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    start()
+    marker = tmp_path / "snoozed"
+    task = enqueue(store, basic.snoozes_then_runs, str(marker), 60)
+    snoozed = wait_until(store, task.id, lambda t: t.status is Status.SNOOZED)
+    assert snoozed.attempts == 0 and snoozed.lease_seconds == 60
+    woken = store.task_revoke(task.id, snoozed.record_ver)  # what the supervisor does
+    assert woken is not None and woken.status is Status.PENDING
+    done = wait_until(store, task.id, finished)
+    assert (done.status, done.result, done.attempts) == (Status.DONE, "after snooze", 1)
+
+
+def revoke_running(store: Store, running: Task) -> Task:
+    """Revoke a running task as the supervisor does, by compare-and-set on its
+    version. A keepalive bumps the version, so one landing between our read and
+    our revoke makes the revoke lose the race (as it should): read again and retry."""
+    deadline = time.monotonic() + 20
+    current: Task | None = running
+    while current is not None and current.status is Status.RUNNING:
+        revoked = store.task_revoke(current.id, current.record_ver)
+        if revoked is not None:
+            return revoked
+        assert time.monotonic() < deadline, f"could not revoke {current}"
+        current = store.task_get(current.id)
+    raise AssertionError(f"the task stopped running before it was revoked: {current}")
+
+
+@pytest.mark.parametrize("taken_by", ["revoke", "cancel"])
+def test_worker_whose_lease_is_taken_does_not_write(  # type: ignore[no-untyped-def]
+    store: Store, start, tmp_path: Path, taken_by: str
+) -> None:
+    # A short lease, so the worker's next keepalive (every lease / 3) is refused soon.
+    worker = start("--lease", "3")
+    gate = tmp_path / "gate"
+    task = enqueue(store, basic.blocks, str(gate))
+    running = wait_until(store, task.id, lambda t: t.status is Status.RUNNING)
+    # max_attempts 1: the revoked task fails
+    taken = revoke_running(store, running) if taken_by == "revoke" else store.task_cancel(task.id)
+    assert taken is not None and taken.finished
+    worker.wait_for_log("abandoning the execution")
+    gate.touch()  # the abandoned execution now returns "late"
+    marker = enqueue(store, basic.add, 1, 1)  # proves the worker went on working
+    wait_until(store, marker.id, finished)
+    assert store.task_get(task.id) == taken
+    assert worker.process.poll() is None
+
+
+def test_sigterm_lets_running_tasks_finish(store: Store, start, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    worker = start("--grace", "30")
+    gate = tmp_path / "gate"
+    task = enqueue(store, basic.blocks, str(gate), "finished in grace")
+    wait_until(store, task.id, lambda t: t.status is Status.RUNNING)
+    worker.signal(signal.SIGTERM)
+    worker.wait_for_log("SIGTERM received")
+    late = enqueue(store, basic.add, 1, 2)  # must not be taken while stopping
+    gate.touch()
+    assert worker.wait_exit() == 0
+    done = store.task_get(task.id)
+    assert done is not None and (done.status, done.result) == (Status.DONE, "finished in grace")
+    after = store.task_get(late.id)
+    assert after is not None and after.status is Status.PENDING
+
+
+def test_sigterm_releases_what_outlives_the_grace(store: Store, start, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    worker = start("--grace", "0.3", "--concurrency", "2")
+    tasks = [enqueue(store, basic.blocks, str(tmp_path / "never")) for _ in range(2)]
+    for task in tasks:
+        wait_until(store, task.id, lambda t: t.status is Status.RUNNING)
+    worker.signal(signal.SIGTERM)
+    assert worker.wait_exit() == 0
+    first_owner = None
+    for task in tasks:
+        released = store.task_get(task.id)
+        assert released is not None
+        assert (released.status, released.attempts, released.lease_owner) == (
+            Status.PENDING,
+            0,
+            None,
+        )
+        first_owner = released.assignee
+    assert first_owner is not None
+    start()  # another worker can start them at once
+    (tmp_path / "never").touch()
+    for task in tasks:
+        done = wait_until(store, task.id, finished)
+        assert done.status is Status.DONE
+        assert done.assignee not in (None, first_owner)
+
+
+def test_second_signal_stops_without_waiting(store: Store, start, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    worker = start("--grace", "60")
+    task = enqueue(store, basic.blocks, str(tmp_path / "never"))
+    wait_until(store, task.id, lambda t: t.status is Status.RUNNING)
+    worker.signal(signal.SIGTERM)
+    worker.wait_for_log("SIGTERM received")
+    worker.signal(signal.SIGINT)
+    assert worker.wait_exit(timeout=10) == 0
+    released = store.task_get(task.id)
+    assert released is not None and released.status is Status.PENDING
+
+
+def test_tags_route_tasks_to_workers_that_have_them(store: Store, start) -> None:  # type: ignore[no-untyped-def]
+    start()
+    gpu = enqueue(store, basic.on_gpu)
+    plain = enqueue(store, basic.add, 0, 0)
+    wait_until(store, plain.id, finished)
+    waiting = store.task_get(gpu.id)
+    assert waiting is not None and waiting.status is Status.PENDING
+    start("--tags", "gpu,ssd")
+    done = wait_until(store, gpu.id, finished)
+    assert (done.status, done.result) == (Status.DONE, "gpu")
+
+
+def test_async_pool_runs_async_tasks(store: Store, start) -> None:  # type: ignore[no-untyped-def]
+    start("--pool", "async")
+    tasks = [enqueue(store, basic.async_add, i, i) for i in range(10)]
+    results = [wait_until(store, t.id, finished).result for t in tasks]
+    assert results == [2 * i for i in range(10)]
+
+
+def test_process_pool_runs_tasks_in_child_processes(store: Store, start) -> None:  # type: ignore[no-untyped-def]
+    worker = start("--pool", "processes", "--concurrency", "2")
+    task = enqueue(store, basic.whoami)
+    done = wait_until(store, task.id, finished, timeout=30)
+    assert done.status is Status.DONE
+    assert done.result["pid"] not in (worker.pid, os.getpid())
+    assert done.result["attempt"] == 1 and done.result["token"] == done.lease_token

@@ -1,0 +1,113 @@
+"""Small pure pieces: ids, cursors, JSON, the query loader, URLs, the App."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+
+import tenure
+from tenure import ConfigError, InvalidInput
+from tenure.ids import new_id
+from tenure.serializer import dumps, loads
+from tenure.store import cursor as cursors
+from tenure.store.sqlfile import load_queries, migrations
+from tenure.store.url import DEFAULT_URL, open_store, redact, resolve_url
+
+
+def test_ids_are_uuid7_and_strictly_increasing() -> None:
+    ids = [new_id() for _ in range(10_000)]
+    assert ids == sorted(ids)
+    assert len(set(ids)) == len(ids)
+    assert {uuid.UUID(i).version for i in ids} == {7}
+
+
+def test_cursor_round_trip_and_scope() -> None:
+    scope = cursors.scope_of(["list", "a"])
+    assert cursors.decode(cursors.encode(42, scope), scope) == 42
+    with pytest.raises(InvalidInput):
+        cursors.decode(cursors.encode(42, scope), cursors.scope_of(["list", "b"]))
+
+
+def test_json_round_trips_and_refuses_what_it_cannot_keep() -> None:
+    value = {"a": [1, 2.5, None, True, "é"], "b": {}}
+    assert loads(dumps(value, "data")) == value
+    assert loads(None) is None
+    with pytest.raises(InvalidInput, match="NUL"):
+        dumps({"k": "\x00"}, "data")
+    with pytest.raises(InvalidInput, match="over the limit"):
+        dumps("x" * 10, "data", max_bytes=5)
+
+
+def test_every_sqlite_query_loads_with_a_name() -> None:
+    queries = load_queries("tenure.store.sqlite")
+    assert {"insert_task", "reserve_any", "reserve_topics", "revoke_task"} <= set(queries)
+    assert all(sql and not sql.startswith("--") for sql in queries.values())
+    assert [m[0] for m in migrations("tenure.store.sqlite")] == [1, 2, 3]
+    # PostgreSQL has one more: its event triggers run once per statement.
+    assert [m[0] for m in migrations("tenure.store.postgres")] == [1, 2, 3, 4]
+
+
+def test_url_resolution(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TENURE_URL", raising=False)
+    assert resolve_url(None) == DEFAULT_URL == "sqlite:///tenure.db"
+    monkeypatch.setenv("TENURE_URL", "sqlite:///other.db")
+    assert resolve_url(None) == "sqlite:///other.db"
+    assert resolve_url("sqlite:///x.db") == "sqlite:///x.db"
+    assert redact("postgresql://u:secret@h/db") == "postgresql://u:***@h/db"
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["mysql://x/y", "sqlite://host/x.db", "sqlite:///x.db?nope=1", "sqlite:///x.db?busy_timeout=z"],
+)
+def test_bad_urls_are_config_errors(url: str) -> None:
+    with pytest.raises(ConfigError):
+        open_store(url)
+
+
+def test_app_defaults_to_sqlite_in_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TENURE_URL", raising=False)
+    app = tenure.App()
+    assert app.url == "sqlite:///tenure.db"
+    assert not (tmp_path / "tenure.db").exists()  # nothing opened yet
+    app.store.task_create(tenure.NewTask(topic="t", name="n"))
+    assert (tmp_path / "tenure.db").exists()
+    app.close()
+
+
+def test_sqlite_url_options(tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 'x.db'}?synchronous=normal&busy_timeout=5")
+    store.task_create(tenure.NewTask(topic="t", name="n"))
+    store.close()
+
+
+def test_closing_a_store_in_use_by_another_thread_is_safe(tmp_path: Path) -> None:
+    import threading
+
+    from tenure import ReserveParams, StoreError
+
+    store = open_store(f"sqlite:///{tmp_path / 'x.db'}")
+    started = threading.Event()
+    errors: list[BaseException] = []
+
+    def spin() -> None:
+        try:
+            while True:
+                store.task_reserve(ReserveParams(owner="w"))
+                started.set()
+        except StoreError as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=spin)
+    thread.start()
+    assert started.wait(10)
+    store.close()
+    thread.join(10)
+    assert not thread.is_alive()
+    assert len(errors) == 1
+    assert "closed" in str(errors[0])

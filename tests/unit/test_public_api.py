@@ -1,0 +1,93 @@
+"""The public API is pinned: adding or removing a name is a deliberate change."""
+
+from __future__ import annotations
+
+import tenure
+from tenure.errors import LeaseError, TenureError
+
+
+def test_exported_names_are_pinned() -> None:
+    assert sorted(tenure.__all__) == sorted(
+        [
+            "TRANSITIONS",
+            "AlreadyDone",
+            "App",
+            "Current",
+            "Completion",
+            "ConfigError",
+            "DuplicateTask",
+            "Event",
+            "Failure",
+            "InvalidInput",
+            "InvalidTransition",
+            "Lease",
+            "LeaseError",
+            "LeaseExpired",
+            "LeaseLost",
+            "LockPhase",
+            "NewTask",
+            "OnConflict",
+            "Page",
+            "ReserveParams",
+            "Retry",
+            "Snooze",
+            "Status",
+            "Store",
+            "StoreError",
+            "StoreUnavailable",
+            "Task",
+            "TaskCancelled",
+            "TaskError",
+            "TaskFailed",
+            "TaskFilter",
+            "TaskNotFound",
+            "TenureError",
+            "Unique",
+            "UniqueConflict",
+            "UniqueLock",
+            "UniqueRule",
+            "WrongOwner",
+            "__version__",
+            "current",
+            "open_store",
+        ]
+    )
+    for name in tenure.__all__:
+        assert getattr(tenure, name) is not None
+
+
+def test_control_flow_signals_are_not_errors() -> None:
+    assert not issubclass(tenure.Snooze, tenure.TenureError)
+    assert not issubclass(tenure.Retry, tenure.TenureError)
+
+
+def test_every_error_derives_from_tenure_error() -> None:
+    errors = [
+        getattr(tenure, name)
+        for name in tenure.__all__
+        if isinstance(getattr(tenure, name), type) and issubclass(getattr(tenure, name), Exception)
+    ]
+    assert len(errors) >= 12
+    control = (tenure.Snooze, tenure.Retry)
+    assert all(issubclass(error, TenureError) for error in errors if error not in control)
+    for lease_error in (tenure.WrongOwner, tenure.LeaseExpired, tenure.LeaseLost):
+        assert issubclass(lease_error, LeaseError)
+    assert issubclass(tenure.AlreadyDone, tenure.InvalidTransition)
+
+
+def test_status_is_a_string_enum() -> None:
+    assert tenure.Status.DONE == "done"
+    assert tenure.Status("snoozed") is tenure.Status.SNOOZED
+    assert [s.value for s in tenure.Status] == [
+        "pending",
+        "running",
+        "snoozed",
+        "done",
+        "failed",
+        "cancelled",
+    ]
+
+
+def test_done_is_final_and_every_status_has_a_row() -> None:
+    assert set(tenure.TRANSITIONS) == set(tenure.Status)
+    assert tenure.TRANSITIONS[tenure.Status.DONE] == frozenset()
