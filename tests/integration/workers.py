@@ -105,7 +105,12 @@ class WorkerProcess:
         self.process.send_signal(signum)
 
     def wait_exit(self, timeout: float = 30) -> int:
-        code = self.process.wait(timeout)
+        """The exit code; fails with the process's last log lines after ``timeout``."""
+        try:
+            code = self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            log = "\n".join(self.lines[-30:])
+            raise AssertionError(f"still running after {timeout} s; log:\n{log}") from None
         self._reader.join(10)
         return code
 

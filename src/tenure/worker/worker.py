@@ -96,6 +96,7 @@ class Worker:
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._hurry = threading.Event()
+        self._stop_reasons: list[str] = []
         self.started = threading.Event()
 
     @staticmethod
@@ -115,9 +116,13 @@ class Worker:
 
     # -- lifecycle --------------------------------------------------------------
 
-    def stop(self) -> None:
-        """Stop gracefully; a second call stops without waiting for running tasks."""
-        if self._stopping.is_set():
+    def stop(self, reason: str = "stop requested") -> None:
+        """Stop gracefully; a second call stops without waiting for running tasks.
+
+        Safe in a signal handler, even one that interrupts another call of its
+        own: ``list.append`` is atomic, so two calls always see two reasons."""
+        self._stop_reasons.append(reason)
+        if len(self._stop_reasons) > 1:
             self._hurry.set()
         self._stopping.set()
         self._wake.set()
@@ -147,6 +152,7 @@ class Worker:
         self.started.set()
         try:
             self._fetch_loop(store, executor, completer)
+            log.info("worker %s: %s, stopping", self.owner, self._stop_reasons[0])
         finally:
             unsubscribe()
             self._shutdown(store, executor, completer, monitor)
@@ -271,6 +277,10 @@ class Worker:
             left = deadline - time.monotonic()
             if left <= 0 or self.holdings.wait_empty(min(left, 0.05)):
                 break
+        if self._hurry.is_set():
+            log.info(
+                "worker %s: %s, not waiting for running tasks", self.owner, self._stop_reasons[-1]
+            )
         ended = [held for held in self.holdings if self.holdings.end(held)]
         unreleased += self._release(store, executor, ended, store_down=unreleased > 0)
         if unreleased:
@@ -312,9 +322,11 @@ class Worker:
         if threading.current_thread() is not threading.main_thread():
             return lambda: None
 
+        # No logging here: a handler runs between any two bytecodes of the main
+        # thread, also inside a write to the log stream, and a nested write
+        # raises (reentrant call) and loses the signal. The main thread logs it.
         def on_signal(signum: int, _: FrameType | None) -> None:
-            log.info("worker %s: %s received, stopping", self.owner, signal.Signals(signum).name)
-            self.stop()
+            self.stop(f"{signal.Signals(signum).name} received")
 
         previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
 
