@@ -9,8 +9,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from tenure.errors import InvalidInput
-from tenure.store.validate import integer, seconds
+from tenure.store.validate import integer, number, seconds
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,10 +27,8 @@ class Backoff:
     def __post_init__(self) -> None:
         seconds(self.base, "backoff.base", allow_zero=True)
         seconds(self.maximum, "backoff.maximum", allow_zero=True)
-        if not 1.0 <= self.factor <= 100.0:
-            raise InvalidInput("backoff.factor", "must be between 1 and 100")
-        if not 0.0 <= self.jitter <= 1.0:
-            raise InvalidInput("backoff.jitter", "must be between 0 and 1")
+        number(self.factor, "backoff.factor", 1.0, 100.0)
+        number(self.jitter, "backoff.jitter", 0.0, 1.0)
         integer(self.priority_step, "backoff.priority_step", minimum=0)
 
     def delay(self, retry: int, rand: random.Random | None = None) -> float:

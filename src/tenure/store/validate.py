@@ -70,6 +70,15 @@ def integer(
     return value
 
 
+def number(value: object, field: str, low: float, high: float) -> float:
+    """A number (not a bool) from ``low`` to ``high``, both included."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidInput(field, f"must be a number, not {type(value).__name__}")
+    if not low <= value <= high:  # NaN fails this too
+        raise InvalidInput(field, f"must be between {low:g} and {high:g}, got {value}")
+    return float(value)
+
+
 def seconds(value: object, field: str, *, allow_zero: bool = False) -> float:
     """A finite, positive (or, with ``allow_zero``, non-negative) number of seconds."""
     if isinstance(value, bool) or not isinstance(value, int | float):
