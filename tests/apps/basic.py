@@ -36,6 +36,15 @@ def always_fails() -> None:
     raise RuntimeError("always")
 
 
+@app.task(topic="basic", retries=1, backoff=QUICK)
+def retries_later(seconds: float) -> dict[str, Any]:
+    """Asks for another attempt ``seconds`` later (not its backoff's); ends on the next."""
+    attempt = tenure.current().attempt
+    if attempt == 1:
+        raise tenure.Retry(in_=seconds)
+    return {"attempt": attempt}
+
+
 @app.task(topic="basic")
 async def async_add(a: int, b: int) -> int:
     await asyncio.sleep(0)

@@ -5,18 +5,24 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import signal
+import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
-from tenure import Status, Store, Task
-from tests.apps import basic
+from tenure import Status, Store, Task, cli
+from tenure.store.types import WorkerInfo
+from tests.apps import basic, slow_import
 from tests.integration.workers import WorkerProcess, enqueue, finished, wait_until
 
 pytestmark = pytest.mark.slow
+
+T = TypeVar("T")
 
 
 @pytest.fixture
@@ -115,6 +121,20 @@ def test_timeout_kills_the_child_process(store: Store, start, tmp_path: Path) ->
     assert done.status is Status.DONE and done.result["pid"] not in (worker.pid, child)
 
 
+def test_a_slow_app_import_in_a_child_does_not_count_against_the_timeout(
+    store: Store, store_url: str, workers: list[WorkerProcess]
+) -> None:
+    # The children import the App for 1 s; the task may run for 0.5 s. Enqueued
+    # as the worker starts, it waits for a ready child and runs well in time.
+    workers.append(
+        WorkerProcess(store_url, "--pool", "processes", app="tests.apps.slow_import:app")
+    )
+    task = enqueue(store, slow_import.quick)
+    done = wait_until(store, task.id, finished, timeout=30)
+    assert done.status is Status.DONE, done.error
+    assert done.attempts == 1 and done.result != workers[0].pid
+
+
 def child_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -139,6 +159,120 @@ def test_snooze_then_resume(store: Store, start, tmp_path: Path) -> None:  # typ
     assert woken is not None and woken.status is Status.PENDING
     done = wait_until(store, task.id, finished)
     assert (done.status, done.result, done.attempts) == (Status.DONE, "after snooze", 1)
+
+
+def test_supervisor_wakes_a_snoozed_task_which_then_runs_again(  # type: ignore[no-untyped-def]
+    store: Store, start, tmp_path: Path
+) -> None:
+    worker = start()  # it hosts the scheduler, whose supervisor wakes snoozed tasks
+    task = enqueue(store, basic.snoozes_then_runs, str(tmp_path / "snoozed"), 1)
+    done = wait_until(store, task.id, finished)
+    assert (done.status, done.result, done.attempts) == (Status.DONE, "after snooze", 1)
+    # the supervisor's revoke is what woke it
+    worker.wait_for_log(f"task {task.id} {basic.snoozes_then_runs.name}: lease of")
+    events = [e for e in store.event_list() if e.task_id == task.id]
+    path = [(e.from_status, e.to_status) for e in events]
+    assert path == [
+        (None, Status.PENDING),
+        (Status.PENDING, Status.RUNNING),
+        (Status.RUNNING, Status.SNOOZED),
+        (Status.SNOOZED, Status.PENDING),
+        (Status.PENDING, Status.RUNNING),
+        (Status.RUNNING, Status.DONE),
+    ]
+    slept = (events[3].at - events[2].at).total_seconds()
+    assert slept >= 0.99  # never woken before its snooze ends (0.01: clock rounding)
+
+
+def test_retry_spends_an_attempt_and_waits_the_time_asked(store: Store, start) -> None:  # type: ignore[no-untyped-def]
+    start()
+    task = enqueue(store, basic.retries_later, 1.0)
+    pending = wait_until(store, task.id, lambda t: t.status is Status.PENDING and t.attempts == 1)
+    assert pending.run_at is not None and pending.updated_at is not None
+    # in_, not the task's backoff (at most 0.2 s), counted from the failed attempt
+    asked = (pending.run_at - pending.updated_at).total_seconds()
+    assert asked == pytest.approx(1.0, abs=0.001)
+    assert pending.error is not None and pending.error.type == "Retry"
+    done = wait_until(store, task.id, finished)
+    assert (done.status, done.result, done.attempts) == (Status.DONE, {"attempt": 2}, 2)
+    assert done.started_at is not None and done.started_at >= pending.run_at
+
+
+def poll(look: Callable[[], T | None], what: str, timeout: float = 20) -> T:
+    """What ``look`` returns once it is not None; fails after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while (found := look()) is None:
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+    return found
+
+
+def test_worker_registers_itself_shows_what_it_holds_and_leaves_on_sigterm(  # type: ignore[no-untyped-def]
+    store: Store,
+    store_url: str,
+    start,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    worker = start("--concurrency", "2", "--tags", "gpu,ssd")
+    [row] = store.worker_list()  # its first heartbeat comes before it logs "started"
+    assert (row.host, row.pid, row.topics, row.tags, row.pool, row.concurrency, row.held) == (
+        socket.gethostname(),
+        worker.pid,
+        ("basic", "gpu-work"),
+        ("gpu", "ssd"),
+        "threads",
+        2,
+        0,
+    )
+    gate = tmp_path / "gate"
+    task = enqueue(store, basic.blocks, str(gate))
+    wait_until(store, task.id, lambda t: t.status is Status.RUNNING)
+
+    def holding_one() -> WorkerInfo | None:
+        return next((w for w in store.worker_list() if w.held == 1), None)
+
+    beat = poll(holding_one, "a heartbeat with held=1")  # heartbeats come every 5 s
+    assert beat.id == row.id and beat.started_at == row.started_at
+    monkeypatch.setattr(cli.console, "width", 200)  # a wide terminal: no column cut
+    assert cli.main(["--url", store_url, "workers"]) == 0
+    listed = capsys.readouterr().out
+    assert row.id in listed and "basic,gpu-work" in listed and "threadsx2" in listed
+    gate.touch()
+    wait_until(store, task.id, finished)
+    worker.signal(signal.SIGTERM)
+    assert worker.wait_exit() == 0
+    assert store.worker_list() == []
+
+
+ENDING = re.compile(r"task (\S+) (\S+) attempt=(\d+) (\w+) -> (\w+) duration=(\d+\.\d+)s$")
+STARTED = re.compile(r"task (\S+) (\S+) attempt=(\d+) started$")
+
+
+def test_worker_logs_each_start_and_ending_with_id_name_attempt_and_duration(  # type: ignore[no-untyped-def]
+    store: Store, start
+) -> None:
+    worker = start()
+    naps, fails = basic.naps.name, basic.always_fails.name
+    napped = enqueue(store, basic.naps, 0.2)
+    failed = enqueue(store, basic.always_fails)
+    worker.wait_for_log(f"task {napped.id} {naps} attempt=1 succeeded -> done")
+    worker.wait_for_log(f"task {failed.id} {fails} attempt=2 raised -> failed")
+    starts = [m.groups() for line in worker.lines if (m := STARTED.search(line))]
+    assert sorted(starts) == sorted(
+        [(napped.id, naps, "1"), (failed.id, fails, "1"), (failed.id, fails, "2")]
+    )
+    endings = [m.groups() for line in worker.lines if (m := ENDING.search(line))]
+    assert sorted(ending[:5] for ending in endings) == sorted(
+        [
+            (napped.id, naps, "1", "succeeded", "done"),
+            (failed.id, fails, "1", "raised", "pending"),
+            (failed.id, fails, "2", "raised", "failed"),
+        ]
+    )
+    [nap] = [float(ending[5]) for ending in endings if ending[0] == napped.id]
+    assert nap >= 0.2  # it slept 0.2 s
 
 
 def revoke_running(store: Store, running: Task) -> Task:

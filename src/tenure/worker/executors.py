@@ -27,6 +27,9 @@ from tenure.worker.runner import Ending, Raised, run_async, run_sync
 if TYPE_CHECKING:
     from tenure.app import App
 
+READY = "ready"
+"""What a pool child sends once it has imported the App."""
+
 Deliver = Callable[[str, Ending], None]
 Claim = Callable[[str], bool]
 """Asked just before an execution begins; ``False`` means skip it (the task was
@@ -145,9 +148,12 @@ class ProcessExecutor:
     """A fixed set of spawned child processes, one execution at a time each.
 
     Children import the App from its ``module:attribute`` path, so task code
-    need not be picklable and nothing depends on fork. Abandoning an execution
-    kills its child; a fresh one replaces it for the next task. A child that dies
-    by itself (a crash, ``os._exit``) fails the attempt.
+    need not be picklable and nothing depends on fork. They start with the
+    executor, importing side by side, and a task is claimed (its timeout starts)
+    only once its child is ready: an import of seconds never eats into a task's
+    timeout. Abandoning an execution kills its child; a fresh one replaces it for
+    the next task. A child that dies by itself (a crash, ``os._exit``) fails the
+    attempt.
     """
 
     def __init__(self, app_path: str, slots: int) -> None:
@@ -155,13 +161,16 @@ class ProcessExecutor:
         self._app_path = app_path
         self._free: queue.Queue[_Child] = queue.Queue()
         for _ in range(slots):
-            self._free.put(_Child(self._ctx, app_path))
+            child = _Child(self._ctx, app_path)
+            child.spawn()
+            self._free.put(child)
         self._running: dict[str, _Child] = {}
         self._lock = threading.Lock()
 
     def submit(self, task: Task, lease: Lease, deliver: Deliver, claim: Claim) -> None:
         def run() -> None:
             child = self._free.get()
+            child.warm()
             if not claim(task.id):
                 self._free.put(child)
                 return
@@ -198,9 +207,11 @@ class _Child:
         self._app_path = app_path
         self._process: multiprocessing.process.BaseProcess | None = None
         self._conn: Connection | None = None
+        self._ready = False  # the child said it imported the App
         self._killed = False
 
-    def _ensure(self) -> Connection:
+    def spawn(self) -> Connection:
+        """Start the process unless it runs; it imports the App meanwhile."""
         if self._process is None or not self._process.is_alive() or self._conn is None:
             parent, child = self._ctx.Pipe()
             self._process = self._ctx.Process(
@@ -208,14 +219,27 @@ class _Child:
             )
             self._process.start()
             child.close()
-            self._conn = parent
+            self._conn, self._ready = parent, False
         return self._conn
+
+    def _ensure_ready(self) -> Connection:
+        conn = self.spawn()
+        if not self._ready:
+            conn.recv()  # READY, once the App is imported; EOFError if it died trying
+            self._ready = True
+        return conn
+
+    def warm(self) -> None:
+        """Wait until the child is ready for a task. A child that died importing
+        is left for :meth:`run` to report, as the failure of the task it gets."""
+        with contextlib.suppress(EOFError, OSError):
+            self._ensure_ready()
 
     def run(self, task: Task, lease: Lease) -> Ending | None:
         """The ending, or ``None`` if the execution was abandoned (killed)."""
         self._killed = False
-        conn = self._ensure()
         try:
+            conn = self._ensure_ready()
             conn.send((task, lease))
             ending: Ending = conn.recv()
         except (EOFError, OSError, BrokenPipeError):
@@ -246,6 +270,7 @@ def child_main(app_path: str, conn: Connection) -> None:
     from tenure.loading import load_app  # noqa: PLC0415 - runs in a fresh interpreter
 
     app = load_app(app_path)
+    conn.send(READY)
     while True:
         message = conn.recv()
         if message is None:
