@@ -8,9 +8,20 @@ from pathlib import Path
 
 import pytest
 
-from tenure import InvalidInput, LeaseLost, Status, Store, TaskFilter, open_store
+from tenure import (
+    InvalidInput,
+    LeaseLost,
+    LockPhase,
+    Status,
+    Store,
+    TaskFilter,
+    UniqueRule,
+    open_store,
+)
+from tenure.maintenance.scheduler import Scheduler
 from tenure.store.types import LeaderLease, WorkerInfo
 from tests.conformance.support import events_since, new, reach
+from tests.conformance.test_supervisor import FakeClock
 
 # -- counting and the clock ------------------------------------------------------
 
@@ -62,6 +73,19 @@ def test_event_prune(store: Store) -> None:
     recent = store.task_create(new())
     assert store.event_prune(3600) == 3
     assert [e.task_id for e in events_since(store, 0)] == [recent.id]
+
+
+def test_the_scheduler_cycle_expires_stale_unique_locks_and_counts_them(store: Store) -> None:
+    an_hour_ago = datetime.now(UTC) - timedelta(hours=1)
+    stale = UniqueRule(key="stale", lock=LockPhase.UNTIL_EXECUTED, ttl=5)
+    store.task_create(new(topic="u", unique=stale), now=an_hour_ago)
+    live_rule = UniqueRule(key="live", lock=LockPhase.UNTIL_EXECUTED, ttl=600)
+    live = store.task_create(new(topic="u", unique=live_rule))
+    report = Scheduler(store, "s", clock=FakeClock()).run_once()
+    assert report.leader and report.expired_locks == 1
+    # Seen from an hour ago the stale lock would still be listed: it is gone.
+    left = store.unique_lock_list(now=an_hour_ago)
+    assert [(lock.key, lock.task_id) for lock in left] == [("live", live.id)]
 
 
 # -- the worker registry ---------------------------------------------------------

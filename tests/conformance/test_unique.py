@@ -248,6 +248,40 @@ def test_going_back_to_pending_gives_a_while_executing_lock_up(store: Store) -> 
     assert holders(store) == {}
 
 
+def twin_starts_and_takes_the_lock(store: Store) -> None:
+    twin = store.task_create(
+        new(topic="u", priority=5, unique=UniqueRule(key="k", lock=WHILE_EXECUTING))
+    )
+    [started] = reserve(store, owner="w2", limit=1)
+    assert started.id == twin.id and started.status is Status.RUNNING
+    assert holders(store) == {"k": twin.id}
+
+
+@pytest.mark.parametrize(
+    ("end", "status"),
+    [("fail", Status.FAILED), ("cancel", Status.CANCELLED), ("revoke", Status.PENDING)],
+)
+def test_while_executing_lock_is_given_up_when_a_run_ends_or_is_taken_back(
+    store: Store, end: str, status: Status
+) -> None:
+    # One attempt to fail with; two so that a revoke sends the task back to pending.
+    attempts = 1 if end == "fail" else 2
+    rule = UniqueRule(key="k", lock=WHILE_EXECUTING)
+    first = store.task_create(new(topic="u", max_attempts=attempts, unique=rule))
+    [running] = reserve(store, limit=1)
+    assert holders(store) == {"k": first.id}
+    if end == "fail":
+        ended = store.task_fail(lease_of(running, "w1"), ERROR)
+    elif end == "cancel":
+        ended = store.task_cancel(running.id)
+    else:  # as the supervisor does once the lease is lost
+        revoked = store.task_revoke(running.id, running.record_ver)
+        assert revoked is not None
+        ended = revoked
+    assert ended.status is status and holders(store) == {}
+    twin_starts_and_takes_the_lock(store)
+
+
 def test_until_executed_start_finds_its_own_lock_and_keeps_it(store: Store) -> None:
     first = create(store, UNTIL_EXECUTED)
     [lock] = store.unique_lock_list()
@@ -265,3 +299,24 @@ def test_until_executed_start_is_refused_when_its_expired_lock_was_taken(store: 
     assert [task.id for task in started] == [second.id]
     refused = store.task_get(first.id)
     assert refused is not None and refused.status is Status.CANCELLED
+
+
+def test_until_executed_start_refused_by_raise_is_retried_later(store: Store) -> None:
+    rule = UniqueRule(
+        key="k", lock=UNTIL_EXECUTED, on_conflict=OnConflict.RAISE, ttl=10, retry_in=5
+    )
+    first = store.task_create(new(topic="u", max_attempts=2, unique=rule), now=T0)
+    later = T0 + timedelta(seconds=20)
+    second = store.task_create(new(topic="u", unique=rule), now=later)
+    [running] = reserve(store, now=later)
+    assert running.id == second.id and holders(store, now=later) == {"k": second.id}
+    retried = store.task_get(first.id)
+    assert retried is not None and retried.status is Status.PENDING
+    assert retried.attempts == 1 and retried.run_at == later + timedelta(seconds=5)
+    assert retried.error is not None and retried.error.type == "UniqueConflict"
+    assert second.id in retried.error.message
+    store.task_complete(lease_of(running, "w1"), None, now=later + timedelta(seconds=1))
+    assert reserve(store, now=later + timedelta(seconds=4)) == []
+    [again] = reserve(store, now=later + timedelta(seconds=5))
+    assert again.id == first.id and again.attempts == 2
+    assert holders(store, now=later + timedelta(seconds=5)) == {"k": first.id}

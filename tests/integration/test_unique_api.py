@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import tenure
-from tenure import InvalidInput, Status, TaskFilter, Unique, UniqueConflict
+from tenure import InvalidInput, ReserveParams, Status, TaskFilter, Unique, UniqueConflict
 
 
 @pytest.fixture
@@ -147,6 +147,18 @@ def test_while_executing_takes_nothing_at_enqueue(app: tenure.App) -> None:
     assert job.enqueue(1).rejected is None and job.enqueue(1).rejected is None
     assert app.tasks.count(topic="u") == 2
     assert app.store.unique_lock_list() == []
+
+
+def test_reschedule_waits_five_seconds_unless_told_otherwise(app: tenure.App) -> None:
+    job = declare(app, Unique(lock="while_executing", on_conflict="reschedule"))
+    first, twin = job.enqueue(1), job.enqueue(1)
+    now = app.store.clock_now()
+    started = app.store.task_reserve(ReserveParams(owner="w", topics=["u"], limit=2, now=now))
+    assert [task.id for task in started] == [first.id]
+    waiting = app.store.task_get(twin.id)
+    assert waiting is not None and waiting.status is Status.PENDING
+    assert waiting.run_at is not None
+    assert (waiting.run_at - now).total_seconds() == pytest.approx(5, abs=0.001)
 
 
 def test_enqueue_many_rejects_the_twins_and_writes_the_rest(app: tenure.App) -> None:
