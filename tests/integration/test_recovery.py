@@ -9,6 +9,7 @@ about lease + cycle.
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import signal
 import subprocess
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tenure import Status, Store, TaskFilter
+from tenure import Event, Status, Store, TaskFilter
 from tests.apps import basic
 from tests.integration.workers import (
     FAKETIME_LIB,
@@ -212,127 +213,227 @@ def assert_clock_moved(process: WorkerProcess, line: str, skew: str) -> None:
     assert abs(offset) < 60, f"{line!r} logged at {logged}, not {skew} from now"
 
 
-def _journal(path: Path) -> list[tuple[str, float, float]]:
+Row = tuple[str, str, str, float]  # a probe's journal line: owner, kind, argument, time
+
+
+def _journal(path: Path) -> list[Row]:
+    """The probes' journal so far (a line still being written is left out)."""
+    text = path.read_text()
     rows = []
-    for line in path.read_text().splitlines():
-        owner, start, end = line.split()
-        rows.append((owner, float(start), float(end)))
+    for line in text[: text.rfind("\n") + 1].splitlines():
+        owner, kind, argument, at = line.split()
+        rows.append((owner, kind, argument, float(at)))
     return rows
 
 
-def _last_beat(journal: Path, owner: str) -> float:
-    """When the probe ``owner`` last ended a cycle (0 if never): the last complete
-    line of its beat file."""
-    beats = Path(f"{journal}.{owner}.beat")
-    lines = beats.read_text().split("\n")[:-1] if beats.exists() else []
-    return float(lines[-1]) if lines else 0.0
+def _steps(rows: list[Row], dead: dict[str, float]) -> list[tuple[str, float, float]]:
+    """Every step a probe ran as leader, as (owner, start, end). A step begun and
+    never ended (its probe was killed in it) lasts until ``dead[owner]``, a moment
+    the probe was known to have ended by."""
+    begun: dict[str, float] = {}
+    steps = []
+    for owner, kind, _, at in rows:
+        if kind == "begin":
+            assert owner not in begun, f"{owner} began a step inside another"
+            begun[owner] = at
+        elif kind == "end":
+            steps.append((owner, begun.pop(owner), at))
+    return steps + [(owner, start, dead[owner]) for owner, start in begun.items()]
+
+
+def _stopped(pid: int) -> bool:
+    """Whether the process is stopped by a signal (state T)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat.rsplit(")", 1)[1].split()[0] == "T"
 
 
 def test_two_schedulers_never_run_a_cycle_at_the_same_time(
     store: Store, store_url: str, tmp_path: Path
 ) -> None:
+    # Three probes (tests/apps/scheduler_probe.py) race for the leadership; each
+    # journals every step the scheduler lets it run as leader, each step lasting
+    # over 40 ms, cycles back to back. The leader is SIGKILLed; the next one is
+    # SIGSTOPped at the worst moment (this cycle's extension just succeeded, its
+    # step about to start) and SIGCONTed once the third has led for a while, past
+    # its leader lease: the cycle it resumes in must run no step, being past its
+    # own deadline. No step of one probe may overlap a step of another.
+    lease = 1.0
     journal = tmp_path / "cycles"
     journal.touch()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     probes = {
         owner: subprocess.Popen(
-            [sys.executable, "-m", "tests.apps.scheduler_probe", store_url, owner, str(journal)],
+            [
+                sys.executable,
+                "-m",
+                "tests.apps.scheduler_probe",
+                store_url,
+                owner,
+                str(journal),
+                str(lease),
+            ],
             cwd=ROOT,
             env=env,
         )
         for owner in ("s1", "s2", "s3")
     }
+    dead: dict[str, float] = {}  # a moment each probe had ended by
+
+    def leader_after(moment: float, excluded: set[str]) -> str:
+        """The first probe outside ``excluded`` to lead three cycles after ``moment``
+        (each has a periodic step)."""
+
+        def leaders() -> list[str]:
+            rows = _journal(journal)
+            begun = [r[0] for r in rows if r[1:3] == ("begin", "periodic") and r[3] > moment]
+            return [o for o in dict.fromkeys(begun) if o not in excluded and begun.count(o) >= 3]
+
+        wait_for(lambda: bool(leaders()), f"a leader besides {sorted(excluded)}", timeout=20)
+        return leaders()[0]
+
+    def after_resume(owner: str) -> list[Row]:
+        """What ``owner`` journaled after its resume line."""
+        rows = [r for r in _journal(journal) if r[0] == owner]
+        kinds = [r[1] for r in rows]
+        return rows[kinds.index("resume") + 1 :] if "resume" in kinds else []
+
     try:
-
-        def leader_after(moment: float, excluded: set[str]) -> str:
-            deadline = time.monotonic() + 20
-            while time.monotonic() < deadline:
-                rows = [r for r in _journal(journal) if r[1] > moment and r[0] not in excluded]
-                if len(rows) >= 5:
-                    return rows[-1][0]
-                time.sleep(0.05)
-            raise AssertionError("no leader cycles")
-
-        first = leader_after(0, set())
-        probes[first].kill()  # SIGKILL the leader
-        killed = time.monotonic()
-        second = leader_after(killed, {first})
-        # The first cycle led by anyone else (on a starved machine the leadership
+        first = leader_after(0.0, set())
+        kill_sent = time.monotonic()
+        probes[first].kill()
+        probes[first].wait(10)
+        dead[first] = time.monotonic()
+        second = leader_after(kill_sent, {first})
+        # The first step led by anyone else (on a starved machine the leadership
         # may have passed between the two survivors before ``second`` held it).
-        failover = min(r[1] for r in _journal(journal) if r[0] != first and r[1] > killed) - killed
-        # pause the new leader right after one of its cycles ends, for three leases
-        before = len(_journal(journal))
-        while len(_journal(journal)) == before:
-            time.sleep(0.005)
-        probes[second].send_signal(signal.SIGSTOP)
+        failover = (
+            min(r[3] for r in _journal(journal) if r[0] != first and r[3] > kill_sent) - kill_sent
+        )
+        Path(f"{journal}.{second}.pause").touch()  # it stops itself before its next step
+        wait_for(lambda: _stopped(probes[second].pid), f"{second} to stop itself")
         paused = time.monotonic()
-        third = leader_after(paused, {first, second})
+        [third] = set(probes) - {first, second}
+        assert leader_after(paused, {first, second}) == third
+        assert time.monotonic() - paused > lease
         probes[second].send_signal(signal.SIGCONT)
-        resumed = time.monotonic()
-        # Let the resumed ex-leader end a whole cycle (the one it was paused in,
-        # or its next): were it to act as leader still, it would journal it...
-        wait_for(lambda: _last_beat(journal, second) > resumed, f"a cycle of {second}")
-        # ... and the new leader one more cycle beside it.
-        ended = _last_beat(journal, second)
+        # The ex-leader ends the cycle it was paused in and one more; the new leader
+        # runs a step after that, beside it.
         wait_for(
-            lambda: any(r[0] == third and r[1] > ended for r in _journal(journal)),
-            f"a cycle of {third} after {second} resumed",
+            lambda: sum(r[1] == "cycle" for r in after_resume(second)) >= 2,
+            f"two cycles of {second} after it resumed",
+        )
+        ended = [r for r in after_resume(second) if r[1] == "cycle"][1][3]
+        wait_for(
+            lambda: any(
+                r[0] == third and r[1] == "end" and r[3] > ended for r in _journal(journal)
+            ),
+            f"a step of {third} after {second} resumed",
         )
     finally:
         for probe in probes.values():
             if probe.poll() is None:
+                probe.send_signal(signal.SIGCONT)  # a stopped process cannot act on SIGTERM
                 probe.terminate()
-            probe.wait(10)
-    cycles = sorted(_journal(journal), key=lambda r: r[1])
-    for (owner_a, _, end_a), (owner_b, start_b, _) in itertools.pairwise(cycles):
-        if owner_a != owner_b:
-            assert start_b >= end_a, f"{owner_b} began a cycle while {owner_a} was in one"
-    # leader lease 1 s and a cycle (0.05 s), with a margin for a loaded machine
-    assert failover <= 1.0 + 2.0
-    assert third != second
-    assert not any(r[0] == second and paused < r[1] < paused + 1.0 for r in cycles)
+        for owner, probe in probes.items():
+            try:
+                probe.wait(10)
+            except subprocess.TimeoutExpired:
+                probe.kill()
+                probe.wait(10)
+            dead.setdefault(owner, time.monotonic())
+    rows = _journal(journal)
+    steps = _steps(rows, dead)
+    overlaps = [
+        (a, b)
+        for a, b in itertools.combinations(steps, 2)
+        if a[0] != b[0] and a[1] < b[2] and b[1] < a[2]
+    ]
+    assert not overlaps, f"steps of two probes at the same time: {overlaps[:5]}"
+    assert {o for o, _, _ in steps} == {"s1", "s2", "s3"}
+    # Resumed past its deadline, the ex-leader ran no step: the cycle it was paused
+    # in skipped them all, and its next cycle found it replaced.
+    resumed = [r[1:3] for r in after_resume(second) if r[1] in ("begin", "cycle")][:2]
+    assert resumed == [("cycle", "1"), ("cycle", "0")], after_resume(second)[:6]
+    # leader lease 1 s and a cycle (about 0.1 s), with a margin for a loaded machine
+    assert failover <= lease + 2.0, f"failover took {failover:.2f}s"
+
+
+def _tick_second(task_id: str) -> float:
+    """The tick a periodic task was enqueued for (its id is ``periodic:NAME:ISO``)."""
+    return datetime.fromisoformat(task_id.split(":", 2)[2]).timestamp()
 
 
 def test_cron_every_second_with_three_schedulers_racing_runs_each_tick_once(
     store: Store, store_url: str, processes: list[WorkerProcess]
 ) -> None:
-    racers = [
-        WorkerProcess(
-            store_url,
-            "--interval",
-            "0.1",
-            "--leader-lease",
-            "1",
-            app="tests.apps.periodic:app",
-            command="scheduler",
-            ready="standing by",
+    # Three schedulers race on a cron task every second for over ten seconds of
+    # wall time; the leader is SIGKILLed midway. From the first leader's election
+    # to the end, every second has exactly one task, created once, not before its
+    # second and late by no more than a failover. A leader lease of 2 s makes sure
+    # the failover leaves ticks for the next leader to catch up on.
+    leader_lease, interval = 2.0, 0.1
+    started = store.clock_now()
+    for _ in range(3):
+        processes.append(
+            WorkerProcess(
+                store_url,
+                "--interval",
+                str(interval),
+                "--leader-lease",
+                str(leader_lease),
+                app="tests.apps.periodic:app",
+                command="scheduler",
+                ready="standing by",
+            )
         )
-        for _ in range(3)
-    ]
-    processes.extend(racers)
-    ticks = TaskFilter(topic="ticks")
+    racers = processes[:]
 
-    def wait_for_ticks(count: int) -> None:
-        deadline = time.monotonic() + 30
-        while store.task_count(ticks) < count:
-            assert time.monotonic() < deadline, f"fewer than {count} ticks enqueued"
-            time.sleep(0.05)
+    def created() -> list[Event]:
+        return [
+            e
+            for e in store.event_list(limit=10_000)
+            if e.topic == "ticks" and e.from_status is None
+        ]
 
-    wait_for_ticks(4)
-    # The leader logs its election before it enqueues, but the test reads the
-    # log in a thread of its own, which may not have caught up yet.
-    wait_for(lambda: any("elected" in line for r in racers for line in r.lines), "an election")
-    leader = next(r for r in racers if any("elected" in line for line in r.lines))
+    def has_tick(second: int) -> bool:
+        return any(_tick_second(e.task_id) == second for e in created())
+
+    wait_for(lambda: bool(created()), "the first leader's ticks")
+    # Its first cycle comes just after its election, and enqueues the ticks of
+    # its lookback (the minute before) at once.
+    elected = min(e.at for e in created()).timestamp()
+    assert elected >= started.timestamp()
+    midway, end = math.ceil(elected) + 5, math.ceil(elected) + 10
+    wait_for(lambda: has_tick(midway), f"the tick of {midway - math.ceil(elected)} s in")
+    state = store.leader_get("scheduler")
+    assert state is not None and state.owner is not None
+    [leader] = [r for r in racers if r.pid == int(state.owner.split(":")[1])]
+    killed = store.clock_now().timestamp()
     leader.process.kill()  # a failover in the middle
-    # The first leader enqueued the ticks of its lookback (a minute) at once:
-    # wait for ticks that only the next leader can have enqueued.
-    wait_for_ticks(max(11, store.task_count(ticks) + 3))
+    assert killed + leader_lease + 1 < end
+    wait_for(lambda: has_tick(end), "the tick 10 s after the first election", timeout=30)
+    assert any("elected" in line for r in racers if r is not leader for line in r.lines)
+    assert store.clock_now().timestamp() - started.timestamp() >= 10
     for racer in racers:
         racer.stop()
-    # One task per tick by construction (a tick's id is its time); what can go
-    # wrong is a tick lost in the failover, or enqueued for the wrong second.
-    ids = [t.id for t in store.task_list(ticks, limit=1000).tasks]
-    seconds = sorted(datetime.fromisoformat(i.split(":", 2)[2]).timestamp() for i in ids)
-    assert len(seconds) >= 11
-    gaps = [b - a for a, b in itertools.pairwise(seconds)]
-    assert gaps == [1.0] * len(gaps), f"ticks missing or repeated: {gaps}"
+
+    events = created()
+    tasks = store.task_list(TaskFilter(topic="ticks"), limit=10_000).tasks
+    assert len(events) == len(tasks)
+    assert sorted(e.task_id for e in events) == sorted(t.id for t in tasks)
+    seconds = [_tick_second(t.id) for t in tasks]
+    window = range(math.ceil(elected), end + 1)
+    per_second = {s: seconds.count(s) for s in window}
+    assert per_second == dict.fromkeys(window, 1), f"ticks missing or repeated: {per_second}"
+    # No tick is enqueued before its second, or later than a failover: a leader
+    # lease and a couple of cycles after it, with a margin for a loaded machine.
+    late = {
+        _tick_second(e.task_id): e.at.timestamp() - _tick_second(e.task_id)
+        for e in events
+        if _tick_second(e.task_id) >= math.ceil(elected)
+    }
+    assert all(0 <= d <= leader_lease + 2 * interval + MARGIN for d in late.values()), late
+    assert max(late.values()) >= 1.0, f"no tick fell in the failover: {late}"
+    # The backfill at the first election went no further back than the lookback.
+    assert min(seconds) > elected - 60
+    assert all(s.is_integer() for s in seconds)
