@@ -49,9 +49,9 @@ def main() -> None:
     store = app.store
     group = f"demo-{uuid.uuid4().hex[:8]}"
     console.rule(f"tenure demo on {app.url}")
-    handles = resize.options(group_id=group).enqueue_many([(i,) for i in range(240)])
-    handles += upload.options(group_id=group).enqueue_many([{"batch": b} for b in range(60)])
-    total = len(handles)
+    resized = resize.options(group_id=group).enqueue_many([(i,) for i in range(240)])
+    uploaded = upload.options(group_id=group).enqueue_many([{"batch": b} for b in range(60)])
+    total = len(resized) + len(uploaded)
     console.print(f"enqueued {total} tasks in group {group}")
 
     worker_a = start_worker()  # hosts the scheduler
@@ -80,8 +80,10 @@ def main() -> None:
     elapsed = time.monotonic() - started
     worker_a.send_signal(signal.SIGTERM)
     worker_a.wait(30)
-    worker_b.wait(5)
-    assert killed_at is not None
+    if killed_at is None:  # on a starved machine A may have taken everything
+        worker_b.send_signal(signal.SIGTERM)
+        console.print("[yellow]worker B never held a task, so there was nothing to kill[/yellow]")
+    worker_b.wait(30)
     summarize(group, elapsed, worker_b.pid, killed_at)
     app.close()
 
@@ -93,7 +95,7 @@ def running_on(pid: int) -> int:
     return sum(1 for task in running if owner is not None and task.lease_owner == owner)
 
 
-def summarize(group: str, elapsed: float, victim_pid: int, killed_at: datetime) -> None:
+def summarize(group: str, elapsed: float, victim_pid: int, killed_at: datetime | None) -> None:
     store = app.store
     tasks = store.task_list_group(group)
     ids = {t.id for t in tasks}
@@ -101,7 +103,9 @@ def summarize(group: str, elapsed: float, victim_pid: int, killed_at: datetime) 
     victim = next((w.id for w in store.worker_list() if w.pid == victim_pid), None)
     # B was dead after killed_at: any of its leases ending later was revoked by the supervisor
     recovered = {
-        e.task_id for e in events if e.owner == victim and e.at > killed_at and e.from_status
+        e.task_id
+        for e in events
+        if killed_at and e.owner == victim and e.at > killed_at and e.from_status
     }
     table = Table(title="summary", show_header=False)
     for status in Status:
