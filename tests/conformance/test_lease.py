@@ -17,8 +17,8 @@ from tenure import (
     ReserveParams,
     Status,
     Store,
-    Task,
     TaskNotFound,
+    TaskState,
     WrongOwner,
 )
 from tests.conformance.support import (
@@ -93,10 +93,9 @@ def test_extend_many_reports_each_lease_alone(store: Store) -> None:
     outcomes = store.lease_extend_many([la, lb, lc, Lease("missing", OWNER, 1)], 30)
     assert isinstance(outcomes[1], LeaseLost)
     assert isinstance(outcomes[3], TaskNotFound)
-    assert isinstance(outcomes[0], Task)
-    assert isinstance(outcomes[2], Task)
-    assert outcomes[0].record_ver == a.record_ver + 1
-    assert outcomes[2].record_ver == c.record_ver + 1
+    # A batch answers with states, never the payloads
+    assert outcomes[0] == TaskState(a.id, Status.RUNNING, 1, a.record_ver + 1)
+    assert outcomes[2] == TaskState(c.id, Status.RUNNING, 1, c.record_ver + 1)
 
 
 # -- complete and fail ----------------------------------------------------------
@@ -131,8 +130,11 @@ def test_complete_many_in_one_call(store: Store) -> None:
     store.task_create_many([new(data=i) for i in range(4)])
     leases = [reserve_one(store)[1] for _ in range(4)]
     outcomes = store.task_complete_many([Completion(lease, i) for i, lease in enumerate(leases)])
-    assert [getattr(o, "result", None) for o in outcomes] == [0, 1, 2, 3]
-    assert all(getattr(o, "status", None) is Status.DONE for o in outcomes)
+    assert outcomes == [
+        TaskState(lease.task_id, Status.DONE, 1, lease.token + 1) for lease in leases
+    ]
+    stored = [store.task_get(lease.task_id) for lease in leases]
+    assert [getattr(t, "result", None) for t in stored] == [0, 1, 2, 3]
 
 
 def test_fail_without_retry_ends_failed_with_error(store: Store) -> None:
@@ -170,7 +172,10 @@ def test_fail_many_in_one_call(store: Store) -> None:
     store.task_create_many([new(max_attempts=2) for _ in range(2)])
     leases = [reserve_one(store)[1] for _ in range(2)]
     outcomes = store.task_fail_many([Failure(leases[0], ERROR), Failure(leases[1], ERROR, 0)])
-    assert [getattr(o, "status", None) for o in outcomes] == [Status.FAILED, Status.PENDING]
+    assert outcomes == [
+        TaskState(leases[0].task_id, Status.FAILED, 1, leases[0].token + 1),
+        TaskState(leases[1].task_id, Status.PENDING, 1, leases[1].token + 1),
+    ]
 
 
 # -- snooze and release ---------------------------------------------------------

@@ -20,7 +20,7 @@ from tenure import (
     Store,
     TaskError,
 )
-from tenure.store import Outcome
+from tenure.store import StateOutcome
 from tenure.store.postgres import statements
 from tenure.store.postgres.backend import PostgresStore
 from tenure.store.sqlite.backend import SQLiteStore
@@ -49,7 +49,7 @@ def running(store: Store, count: int) -> list[Lease]:
     return [Lease(t.id, "w", t.lease_token or 0) for t in tasks]
 
 
-def shape(outcomes: list[Outcome]) -> list[tuple[str, object]]:
+def shape(outcomes: list[StateOutcome]) -> list[tuple[str, object]]:
     """What an outcome says, without ids and times: its type and status or version."""
     return [
         (type(o).__name__, getattr(o, "record_ver", None) or getattr(o, "status", None))
@@ -57,7 +57,7 @@ def shape(outcomes: list[Outcome]) -> list[tuple[str, object]]:
     ]
 
 
-def mixed_batch(store: Store) -> list[list[Outcome]]:
+def mixed_batch(store: Store) -> list[list[StateOutcome]]:
     a, b, c = running(store, 3)
     return [
         store.lease_extend_many([a, b, a, a], 30),
@@ -103,6 +103,7 @@ def test_holder_writes_cut_into_statements_report_each_item(store: PostgresStore
     outcomes = store.task_complete_many(
         [Completion(lease, i) for i, lease in enumerate(leases)] + [Completion(stale, "x")]
     )
-    assert [getattr(o, "result", None) for o in outcomes[:4]] == [0, 1, 2, 3]
     assert all(getattr(o, "status", None) is Status.DONE for o in outcomes[:4])
+    stored = [store.task_get(lease.task_id) for lease in leases]
+    assert [getattr(t, "result", None) for t in stored] == [0, 1, 2, 3]
     assert type(outcomes[4]).__name__ == "LeaseLost"

@@ -40,6 +40,7 @@ def test_exported_names_are_pinned() -> None:
             "TaskError",
             "TaskFailed",
             "TaskFilter",
+            "TaskState",
             "TaskNotFound",
             "TenureError",
             "Unique",

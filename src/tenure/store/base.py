@@ -47,11 +47,12 @@ from tenure.store.types import (
     LeaderState,
     Lease,
     NewTask,
-    Outcome,
     Page,
     PreparedTask,
     ReserveParams,
+    StateOutcome,
     TaskFilter,
+    TaskState,
     UniqueLock,
     WorkerInfo,
 )
@@ -104,10 +105,22 @@ def unique_start_error(holder: str | None) -> TaskError:
     return TaskError("UniqueConflict", f"its unique lock is held by {held_by}", "")
 
 
-def raise_if_refused(outcome: Outcome) -> Task:
+Answer = Task | TaskState | TenureError
+"""What a backend's holder write answers per item: the whole task when asked for
+it (a single write), else its state (a batch)."""
+
+
+def raise_if_refused(outcome: Answer) -> Task:
     if isinstance(outcome, TenureError):
         raise outcome
+    if not isinstance(outcome, Task):
+        raise TypeError("the store answered a single write with the state, not the task")
     return outcome
+
+
+def briefly(outcomes: Sequence[Answer]) -> list[StateOutcome]:
+    """Batch answers as states (a backend may answer with whole tasks)."""
+    return [TaskState.of(o) if isinstance(o, Task) else o for o in outcomes]
 
 
 class Store(ABC):
@@ -212,32 +225,44 @@ class Store(ABC):
         self, lease: Lease, lease_seconds: float, *, now: datetime | None = None
     ) -> Task:
         """Extend one lease; raises the refusal if it was not extended."""
-        return raise_if_refused(self.lease_extend_many([lease], lease_seconds, now=now)[0])
+        return raise_if_refused(self._extend([lease], lease_seconds, now, brief=False)[0])
 
     def lease_extend_many(
         self, leases: Sequence[Lease], lease_seconds: float, *, now: datetime | None = None
-    ) -> list[Outcome]:
-        """Extend many leases in one round trip; each item succeeds or is refused alone."""
+    ) -> list[StateOutcome]:
+        """Extend many leases in one round trip; each item answers alone, with the
+        task's new state or the refusal."""
+        return briefly(self._extend(leases, lease_seconds, now, brief=True))
+
+    def _extend(
+        self, leases: Sequence[Lease], lease_seconds: float, now: datetime | None, brief: bool
+    ) -> list[Answer]:
         lease_seconds = validate.seconds(lease_seconds, "lease_seconds")
         checked = _leases(leases, now)
-        return self._extend_many(checked, lease_seconds, now) if checked else []
+        return self._extend_many(checked, lease_seconds, now, brief) if checked else []
 
     def task_complete(
         self, lease: Lease, result: Any = None, *, now: datetime | None = None
     ) -> Task:
         """Mark a held task done with ``result`` (Sokka's terminate!)."""
-        return raise_if_refused(self.task_complete_many([Completion(lease, result)], now=now)[0])
+        return raise_if_refused(self._complete([Completion(lease, result)], now, brief=False)[0])
 
     def task_complete_many(
         self, completions: Sequence[Completion], *, now: datetime | None = None
-    ) -> list[Outcome]:
-        """Complete many held tasks in one round trip."""
+    ) -> list[StateOutcome]:
+        """Complete many held tasks in one round trip; each item answers with the
+        task's new state or the refusal (no payload travels back)."""
+        return briefly(self._complete(completions, now, brief=True))
+
+    def _complete(
+        self, completions: Sequence[Completion], now: datetime | None, brief: bool
+    ) -> list[Answer]:
         _leases([c.lease for c in completions], now)
         encoded = [
             (c.lease, serializer.dumps(c.result, "result", self.max_payload_bytes))
             for c in completions
         ]
-        return self._complete_many(encoded, now) if encoded else []
+        return self._complete_many(encoded, now, brief) if encoded else []
 
     def task_fail(
         self,
@@ -250,12 +275,16 @@ class Store(ABC):
     ) -> Task:
         """Report a failed attempt: back to pending after ``retry_in``, or failed."""
         failure = Failure(lease, error, retry_in, priority_step)
-        return raise_if_refused(self.task_fail_many([failure], now=now)[0])
+        return raise_if_refused(self._fail([failure], now, brief=False)[0])
 
     def task_fail_many(
         self, failures: Sequence[Failure], *, now: datetime | None = None
-    ) -> list[Outcome]:
-        """Report many failed attempts in one round trip."""
+    ) -> list[StateOutcome]:
+        """Report many failed attempts in one round trip; each item answers with the
+        task's new state (pending for a retry, failed) or the refusal."""
+        return briefly(self._fail(failures, now, brief=True))
+
+    def _fail(self, failures: Sequence[Failure], now: datetime | None, brief: bool) -> list[Answer]:
         _leases([f.lease for f in failures], now)
         checked = [
             Failure(
@@ -270,7 +299,7 @@ class Store(ABC):
             )
             for f in failures
         ]
-        return self._fail_many(checked, now) if checked else []
+        return self._fail_many(checked, now, brief) if checked else []
 
     def task_snooze(self, lease: Lease, seconds: float, *, now: datetime | None = None) -> Task:
         """Pause a held task for ``seconds``; the supervisor wakes it to pending."""
@@ -492,24 +521,28 @@ class Store(ABC):
     @abstractmethod
     def _reserve(self, params: ReserveParams) -> list[Task]: ...
 
+    # The holder writes answer with whole tasks, or with their states if ``brief``.
+
     @abstractmethod
     def _extend_many(
-        self, leases: list[Lease], lease_seconds: float, now: datetime | None
-    ) -> list[Outcome]: ...
+        self, leases: list[Lease], lease_seconds: float, now: datetime | None, brief: bool
+    ) -> list[Answer]: ...
 
     @abstractmethod
     def _complete_many(
-        self, completions: list[tuple[Lease, str]], now: datetime | None
-    ) -> list[Outcome]: ...
+        self, completions: list[tuple[Lease, str]], now: datetime | None, brief: bool
+    ) -> list[Answer]: ...
 
     @abstractmethod
-    def _fail_many(self, failures: list[Failure], now: datetime | None) -> list[Outcome]: ...
+    def _fail_many(
+        self, failures: list[Failure], now: datetime | None, brief: bool
+    ) -> list[Answer]: ...
 
     @abstractmethod
-    def _snooze(self, lease: Lease, seconds: float, now: datetime | None) -> Outcome: ...
+    def _snooze(self, lease: Lease, seconds: float, now: datetime | None) -> Answer: ...
 
     @abstractmethod
-    def _release(self, lease: Lease, now: datetime | None) -> Outcome: ...
+    def _release(self, lease: Lease, now: datetime | None) -> Answer: ...
 
     @abstractmethod
     def _revoke(self, task_id: str, record_ver: int, now: datetime | None) -> Task | None: ...

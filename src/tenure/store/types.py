@@ -201,8 +201,24 @@ class Event:
     at: datetime
 
 
-Outcome = Task | TenureError
-"""Per-item result of a batch write: the updated task, or why it was refused."""
+@dataclass(frozen=True, slots=True)
+class TaskState:
+    """What a holder's batch write left a task as. Keepalives and endings are
+    answered with this rather than the whole task, so a worker never receives
+    payloads and results back for each one it writes."""
+
+    id: str
+    status: Status
+    attempts: int
+    record_ver: int
+
+    @classmethod
+    def of(cls, task: Task) -> TaskState:
+        return cls(task.id, task.status, task.attempts, task.record_ver)
+
+
+StateOutcome = TaskState | TenureError
+"""Per-item result of a batch holder write: the task's new state, or why it was refused."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from functools import partial
 from tenure.errors import StoreUnavailable, TenureError
 from tenure.retry import Backoff
 from tenure.store import Completion, Failure, Store
-from tenure.store.types import Outcome
+from tenure.store.types import StateOutcome, TaskState
 from tenure.worker.held import Held, Holdings
 from tenure.worker.runner import Ending, Raised, Succeeded
 
@@ -102,9 +102,9 @@ class Completer:
         if failed:
             self._persist(failed, partial(self.store.task_fail_many, failures))
 
-    def _snooze(self, held: Held, seconds: float) -> list[Outcome]:
+    def _snooze(self, held: Held, seconds: float) -> list[StateOutcome]:
         try:
-            return [self.store.task_snooze(held.lease, seconds)]
+            return [TaskState.of(self.store.task_snooze(held.lease, seconds))]
         except StoreUnavailable:
             raise
         except TenureError as exc:
@@ -120,7 +120,7 @@ class Completer:
         return Failure(held.lease, ending.error, retry_in, policy.priority_step)
 
     def _persist(
-        self, items: list[tuple[Held, Ending]], write: Callable[[], list[Outcome]]
+        self, items: list[tuple[Held, Ending]], write: Callable[[], list[StateOutcome]]
     ) -> None:
         """Write until the store answers: an ending is never dropped for a passing
         outage; each held task is forgotten once its ending's fate is known."""
@@ -143,7 +143,7 @@ class Completer:
             self.holdings.drop(held)
 
 
-def _log_ending(held: Held, ending: Ending, outcome: Outcome) -> None:
+def _log_ending(held: Held, ending: Ending, outcome: StateOutcome) -> None:
     task = held.task
     fields = {
         "task_id": task.id,

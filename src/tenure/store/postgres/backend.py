@@ -31,7 +31,7 @@ from psycopg_pool import ConnectionPool
 
 from tenure.errors import ConfigError, InvalidInput, LeaseLost
 from tenure.store import validate
-from tenure.store.base import Positioned, Store, admin_refusal, refusal
+from tenure.store.base import Answer, Positioned, Store, admin_refusal, refusal
 from tenure.store.postgres import rows, schema, statements
 from tenure.store.postgres.driver import (
     configure,
@@ -51,7 +51,6 @@ from tenure.store.types import (
     LeaderLease,
     LeaderState,
     Lease,
-    Outcome,
     PreparedTask,
     ReserveParams,
     TaskFilter,
@@ -243,17 +242,22 @@ class PostgresStore(Store):
         leases: Sequence[Lease],
         now: datetime | None,
         *,
+        brief: bool = False,
         columns: dict[str, list[Any]] | None = None,
         scalars: dict[str, Any] | None = None,
         sizes: Sequence[int] | None = None,
-    ) -> list[Outcome]:
+    ) -> list[Answer]:
         """Run ``query`` for every lease and explain each miss with ``refusal``.
 
+        ``brief`` answers with task states (``query``'s ``_brief`` form).
         ``columns`` are per-lease arrays beside the lease's own, ``scalars`` are
         shared by all, ``sizes`` are the payload bytes of each item. One
         statement, unless :func:`statements.split` must cut the batch.
         """
-        outcomes: list[Outcome | None] = [None] * len(leases)
+        if brief:
+            query += "_brief"
+        read = rows.task_state if brief else rows.task
+        outcomes: list[Answer | None] = [None] * len(leases)
         cuts = statements.split([lease.task_id for lease in leases], sizes or [0] * len(leases))
         with self._connection() as conn, statements.atomic(conn, len(cuts) > 1):
             for cut in cuts:
@@ -261,19 +265,21 @@ class PostgresStore(Store):
                 for name, values in (columns or {}).items():
                     params[name] = [values[i] for i in cut]
                 for row in statements.fetch(conn, query, {**params, **(scalars or {})}):
-                    outcomes[cut[row["ord"] - 1]] = rows.task(row)
+                    outcomes[cut[row["ord"] - 1]] = read(row)
                 _explain_misses(conn, leases, cut, outcomes, target)
         return [outcome for outcome in outcomes if outcome is not None]
 
     def _extend_many(
-        self, leases: list[Lease], lease_seconds: float, now: datetime | None
-    ) -> list[Outcome]:
+        self, leases: list[Lease], lease_seconds: float, now: datetime | None, brief: bool
+    ) -> list[Answer]:
         scalars = {"lease_seconds": lease_seconds}
-        return self._holder_writes("extend_leases", Status.RUNNING, leases, now, scalars=scalars)
+        return self._holder_writes(
+            "extend_leases", Status.RUNNING, leases, now, brief=brief, scalars=scalars
+        )
 
     def _complete_many(
-        self, completions: list[tuple[Lease, str]], now: datetime | None
-    ) -> list[Outcome]:
+        self, completions: list[tuple[Lease, str]], now: datetime | None, brief: bool
+    ) -> list[Answer]:
         leases = [lease for lease, _ in completions]
         results = [result for _, result in completions]
         return self._holder_writes(
@@ -281,23 +287,26 @@ class PostgresStore(Store):
             Status.DONE,
             leases,
             now,
+            brief=brief,
             columns={"results": results},
             sizes=[len(result) for result in results],
         )
 
-    def _fail_many(self, failures: list[Failure], now: datetime | None) -> list[Outcome]:
+    def _fail_many(
+        self, failures: list[Failure], now: datetime | None, brief: bool
+    ) -> list[Answer]:
         leases = [failure.lease for failure in failures]
         columns = rows.failure_columns(failures)
         sizes = [len(error) for error in columns["errors"]]
         return self._holder_writes(
-            "fail_tasks", Status.FAILED, leases, now, columns=columns, sizes=sizes
+            "fail_tasks", Status.FAILED, leases, now, brief=brief, columns=columns, sizes=sizes
         )
 
-    def _snooze(self, lease: Lease, seconds: float, now: datetime | None) -> Outcome:
+    def _snooze(self, lease: Lease, seconds: float, now: datetime | None) -> Answer:
         scalars = {"seconds": seconds}
         return self._holder_writes("snooze_tasks", Status.SNOOZED, [lease], now, scalars=scalars)[0]
 
-    def _release(self, lease: Lease, now: datetime | None) -> Outcome:
+    def _release(self, lease: Lease, now: datetime | None) -> Answer:
         return self._holder_writes("release_tasks", Status.PENDING, [lease], now)[0]
 
     # -- supervision and administration ---------------------------------------------
@@ -453,7 +462,7 @@ def _explain_misses(
     conn: Connection,
     leases: Sequence[Lease],
     batch: list[int],
-    outcomes: list[Outcome | None],
+    outcomes: list[Answer | None],
     target: Status,
 ) -> None:
     """Fill in the refusal of every item of ``batch`` the write did not match,

@@ -23,6 +23,10 @@ t.description, t.priority, t.attempts, t.max_attempts, t.tags, t.assignee, t.tim
 t.run_at, t.created_at, t.updated_at, t.started_at, t.finished_at, t.duration,
 t.lease_owner, t.lease_expires_at, t.lease_token, t.lease_seconds, t.record_ver, t.unique_key
 
+-- What a batch holder write answers with (TaskState): no payloads sent back.
+-- fragment: task_state
+t.id, t.status, t.attempts, t.record_ver
+
 -- name: insert_tasks
 INSERT INTO tasks AS t (
     id, topic, sub_topic, name, status, data, group_id, description, priority,
@@ -181,8 +185,9 @@ RETURNING {task_columns};
 
 -- Holder writes: each row matches only while its task runs under the named
 -- lease (task id, token, owner). The batch is "held"; the caller sends each
--- task id at most once per statement.
--- name: extend_leases
+-- task id at most once per statement. Each answers with the whole task (a
+-- single write) or, as <name>_brief, with its state (a batch).
+-- fragment: extend_leases_write
 UPDATE tasks AS t
 SET lease_expires_at = COALESCE(%(now)s::timestamptz, now())
                        + make_interval(secs => %(lease_seconds)s::float8),
@@ -194,9 +199,16 @@ FROM unnest(%(ids)s::text[], %(tokens)s::bigint[], %(owners)s::text[])
 WHERE t.id = held.id AND t.status = 'running' AND t.lease_token = held.token
   AND t.assignee = held.owner
   AND t.lease_expires_at >= COALESCE(%(now)s::timestamptz, now())
+
+-- name: extend_leases
+{extend_leases_write}
 RETURNING held.ord, {task_columns};
 
--- name: complete_tasks
+-- name: extend_leases_brief
+{extend_leases_write}
+RETURNING held.ord, {task_state};
+
+-- fragment: complete_tasks_write
 UPDATE tasks AS t
 SET status = 'done',
     result = held.result,
@@ -210,10 +222,17 @@ FROM unnest(%(ids)s::text[], %(tokens)s::bigint[], %(owners)s::text[], %(results
      WITH ORDINALITY AS held(id, token, owner, result, ord)
 WHERE t.id = held.id AND t.status = 'running' AND t.lease_token = held.token
   AND t.assignee = held.owner
+
+-- name: complete_tasks
+{complete_tasks_write}
 RETURNING held.ord, {task_columns};
 
+-- name: complete_tasks_brief
+{complete_tasks_write}
+RETURNING held.ord, {task_state};
+
 -- A retry is granted only while attempts remain; otherwise the task fails.
--- name: fail_tasks
+-- fragment: fail_tasks_write
 UPDATE tasks AS t
 SET status = CASE WHEN held.retry_in IS NOT NULL AND t.attempts < t.max_attempts
                   THEN 'pending' ELSE 'failed' END,
@@ -237,7 +256,14 @@ FROM unnest(%(ids)s::text[], %(tokens)s::bigint[], %(owners)s::text[], %(errors)
      WITH ORDINALITY AS held(id, token, owner, error, retry_in, priority_step, ord)
 WHERE t.id = held.id AND t.status = 'running' AND t.lease_token = held.token
   AND t.assignee = held.owner
+
+-- name: fail_tasks
+{fail_tasks_write}
 RETURNING held.ord, {task_columns};
+
+-- name: fail_tasks_brief
+{fail_tasks_write}
+RETURNING held.ord, {task_state};
 
 -- A snooze is a pause, not an attempt. lease_seconds holds the snooze length,
 -- which the supervisor projects on its own monotonic clock; lease_expires_at

@@ -21,6 +21,7 @@ from tenure.store.types import (
     LockPhase,
     PreparedTask,
     TaskFilter,
+    TaskState,
     UniqueLock,
     WorkerInfo,
     unique_columns,
@@ -143,6 +144,11 @@ def task(row: Row) -> Task:
         record_ver=row["record_ver"],
         unique_key=row["unique_key"],
     )
+
+
+def task_state(row: Row) -> TaskState:
+    """What a ``_brief`` holder write answers for a task."""
+    return TaskState(row["id"], Status(row["status"]), row["attempts"], row["record_ver"])
 
 
 def created(task: PreparedTask, row: Row) -> Task:

@@ -26,6 +26,7 @@ from tenure.clock import epoch_or_now, from_epoch, utcnow
 from tenure.errors import ConfigError, DuplicateTask, LeaseLost, StoreError, StoreUnavailable
 from tenure.store.base import (
     DEFAULT_MAX_PAYLOAD_BYTES,
+    Answer,
     Positioned,
     Store,
     admin_refusal,
@@ -42,10 +43,10 @@ from tenure.store.types import (
     LeaderState,
     Lease,
     LockPhase,
-    Outcome,
     PreparedTask,
     ReserveParams,
     TaskFilter,
+    TaskState,
     UniqueLock,
     WorkerInfo,
     unique_columns,
@@ -345,42 +346,48 @@ class SQLiteStore(Store):
         target: Status,
         items: Sequence[tuple[Lease, dict[str, Any]]],
         now: datetime | None,
-    ) -> list[Outcome]:
-        """Run ``query`` once per lease in one transaction; explain each miss."""
+        brief: bool = False,
+    ) -> list[Answer]:
+        """Run ``query`` once per lease in one transaction; explain each miss.
+        ``brief`` answers with task states (``query``'s ``_brief`` form)."""
         at = epoch_or_now(now)
-        outcomes: list[Outcome] = []
+        sql = Q[f"{query}_brief" if brief else query]
+        read = _task_state if brief else _task
+        outcomes: list[Answer] = []
         with self._write() as conn:
             for lease, extra in items:
                 params = {"id": lease.task_id, "token": lease.token, "owner": lease.owner}
-                row = conn.execute(Q[query], {**params, **extra, "now": at}).fetchone()
+                row = conn.execute(sql, {**params, **extra, "now": at}).fetchone()
                 if row is not None:
-                    outcomes.append(_task(row))
+                    outcomes.append(read(row))
                     continue
                 current = conn.execute(Q["get_task"], {"id": lease.task_id}).fetchone()
                 outcomes.append(refusal(None if current is None else _task(current), lease, target))
         return outcomes
 
     def _extend_many(
-        self, leases: list[Lease], lease_seconds: float, now: datetime | None
-    ) -> list[Outcome]:
+        self, leases: list[Lease], lease_seconds: float, now: datetime | None, brief: bool
+    ) -> list[Answer]:
         items = [(lease, {"lease_seconds": lease_seconds}) for lease in leases]
-        return self._holder_writes("extend_lease", Status.RUNNING, items, now)
+        return self._holder_writes("extend_lease", Status.RUNNING, items, now, brief)
 
     def _complete_many(
-        self, completions: list[tuple[Lease, str]], now: datetime | None
-    ) -> list[Outcome]:
+        self, completions: list[tuple[Lease, str]], now: datetime | None, brief: bool
+    ) -> list[Answer]:
         items = [(lease, {"result": result}) for lease, result in completions]
-        return self._holder_writes("complete_task", Status.DONE, items, now)
+        return self._holder_writes("complete_task", Status.DONE, items, now, brief)
 
-    def _fail_many(self, failures: list[Failure], now: datetime | None) -> list[Outcome]:
+    def _fail_many(
+        self, failures: list[Failure], now: datetime | None, brief: bool
+    ) -> list[Answer]:
         items = [(f.lease, _failure_params(f)) for f in failures]
-        return self._holder_writes("fail_task", Status.FAILED, items, now)
+        return self._holder_writes("fail_task", Status.FAILED, items, now, brief)
 
-    def _snooze(self, lease: Lease, seconds: float, now: datetime | None) -> Outcome:
+    def _snooze(self, lease: Lease, seconds: float, now: datetime | None) -> Answer:
         items = [(lease, {"seconds": seconds})]
         return self._holder_writes("snooze_task", Status.SNOOZED, items, now)[0]
 
-    def _release(self, lease: Lease, now: datetime | None) -> Outcome:
+    def _release(self, lease: Lease, now: datetime | None) -> Answer:
         return self._holder_writes("release_task", Status.PENDING, [(lease, {})], now)[0]
 
     # -- supervision and administration ---------------------------------------
@@ -609,6 +616,10 @@ def _failure_params(failure: Failure) -> dict[str, Any]:
         "priority_step": failure.priority_step,
         "error": json.dumps(failure.error.to_json()),
     }
+
+
+def _task_state(row: sqlite3.Row) -> TaskState:
+    return TaskState(row["id"], Status(row["status"]), row["attempts"], row["record_ver"])
 
 
 def _task(row: sqlite3.Row) -> Task:

@@ -153,7 +153,9 @@ WHERE seq IN (
 RETURNING *;
 
 -- Holder writes: each matches only while the task runs under the named lease.
--- name: extend_lease
+-- Each answers with the whole task (a single write) or, as <name>_brief, with
+-- its state (a batch).
+-- fragment: extend_lease_write
 UPDATE tasks
 SET lease_expires_at = :now + :lease_seconds,
     lease_seconds = :lease_seconds,
@@ -161,9 +163,16 @@ SET lease_expires_at = :now + :lease_seconds,
     updated_at = :now
 WHERE id = :id AND status = 'running' AND lease_token = :token AND assignee = :owner
   AND lease_expires_at >= :now
+
+-- name: extend_lease
+{extend_lease_write}
 RETURNING *;
 
--- name: complete_task
+-- name: extend_lease_brief
+{extend_lease_write}
+RETURNING id, status, attempts, record_ver;
+
+-- fragment: complete_task_write
 UPDATE tasks
 SET status = 'done',
     result = :result,
@@ -174,10 +183,17 @@ SET status = 'done',
     record_ver = record_ver + 1,
     updated_at = :now
 WHERE id = :id AND status = 'running' AND lease_token = :token AND assignee = :owner
+
+-- name: complete_task
+{complete_task_write}
 RETURNING *;
 
+-- name: complete_task_brief
+{complete_task_write}
+RETURNING id, status, attempts, record_ver;
+
 -- A retry is granted only while attempts remain; otherwise the task fails.
--- name: fail_task
+-- fragment: fail_task_write
 UPDATE tasks
 SET status = CASE WHEN :retry_in IS NOT NULL AND attempts < max_attempts
                   THEN 'pending' ELSE 'failed' END,
@@ -195,7 +211,14 @@ SET status = CASE WHEN :retry_in IS NOT NULL AND attempts < max_attempts
     record_ver = record_ver + 1,
     updated_at = :now
 WHERE id = :id AND status = 'running' AND lease_token = :token AND assignee = :owner
+
+-- name: fail_task
+{fail_task_write}
 RETURNING *;
+
+-- name: fail_task_brief
+{fail_task_write}
+RETURNING id, status, attempts, record_ver;
 
 -- A snooze is a pause, not an attempt. lease_seconds holds the snooze length,
 -- which the supervisor projects on its own monotonic clock; lease_expires_at
