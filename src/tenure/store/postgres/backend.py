@@ -254,8 +254,7 @@ class PostgresStore(Store):
         shared by all, ``sizes`` are the payload bytes of each item. One
         statement, unless :func:`statements.split` must cut the batch.
         """
-        if brief:
-            query += "_brief"
+        statement = f"{query}_brief" if brief else query
         read = rows.task_state if brief else rows.task
         outcomes: list[Answer | None] = [None] * len(leases)
         cuts = statements.split([lease.task_id for lease in leases], sizes or [0] * len(leases))
@@ -264,7 +263,7 @@ class PostgresStore(Store):
                 params = rows.lease_params([leases[i] for i in cut], now)
                 for name, values in (columns or {}).items():
                     params[name] = [values[i] for i in cut]
-                for row in statements.fetch(conn, query, {**params, **(scalars or {})}):
+                for row in statements.fetch(conn, statement, {**params, **(scalars or {})}):
                     outcomes[cut[row["ord"] - 1]] = read(row)
                 _explain_misses(conn, leases, cut, outcomes, target)
         return [outcome for outcome in outcomes if outcome is not None]
