@@ -14,6 +14,7 @@ import contextlib
 import multiprocessing
 import queue
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from multiprocessing.connection import Connection
@@ -29,6 +30,12 @@ if TYPE_CHECKING:
 
 READY = "ready"
 """What a pool child sends once it has imported the App."""
+
+START_LIMIT = 120.0
+"""Seconds a pool child may take to import the App before it is taken for hung."""
+
+CLOSE_GRACE = 5.0
+"""Seconds idle pool children get to exit when the pool closes."""
 
 Deliver = Callable[[str, Ending], None]
 Claim = Callable[[str], bool]
@@ -151,17 +158,18 @@ class ProcessExecutor:
     need not be picklable and nothing depends on fork. They start with the
     executor, importing side by side, and a task is claimed (its timeout starts)
     only once its child is ready: an import of seconds never eats into a task's
-    timeout. Abandoning an execution kills its child; a fresh one replaces it for
-    the next task. A child that dies by itself (a crash, ``os._exit``) fails the
-    attempt.
+    timeout. A child not ready within ``start_limit`` seconds (an import that
+    hangs) is killed and the attempt fails, as when a child dies importing. Abandoning an execution
+    kills its child; a fresh one replaces it for the next task. A child that
+    dies by itself (a crash, ``os._exit``) fails the attempt.
     """
 
-    def __init__(self, app_path: str, slots: int) -> None:
-        self._ctx = multiprocessing.get_context("spawn")
-        self._app_path = app_path
+    def __init__(self, app_path: str, slots: int, start_limit: float = START_LIMIT) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        self._start_limit = start_limit
+        self._children = [_Child(ctx, app_path) for _ in range(slots)]
         self._free: queue.Queue[_Child] = queue.Queue()
-        for _ in range(slots):
-            child = _Child(self._ctx, app_path)
+        for child in self._children:
             child.spawn()
             self._free.put(child)
         self._running: dict[str, _Child] = {}
@@ -170,7 +178,7 @@ class ProcessExecutor:
     def submit(self, task: Task, lease: Lease, deliver: Deliver, claim: Claim) -> None:
         def run() -> None:
             child = self._free.get()
-            child.warm()
+            child.warm(self._start_limit)
             if not claim(task.id):
                 self._free.put(child)
                 return
@@ -192,11 +200,18 @@ class ProcessExecutor:
             child.kill()
 
     def close(self) -> None:
-        while not self._free.empty():
-            self._free.get_nowait().stop()
+        """Kill the children that run a task; ask the others to exit, and kill
+        those still there after a few seconds (one deadline for all)."""
         with self._lock:
-            for child in self._running.values():
+            running = set(self._running.values())
+        for child in self._children:
+            if child in running:
                 child.kill()
+            else:
+                child.ask_to_exit()
+        deadline = time.monotonic() + CLOSE_GRACE
+        for child in self._children:
+            child.join_or_kill(deadline - time.monotonic())
 
 
 class _Child:
@@ -208,6 +223,7 @@ class _Child:
         self._process: multiprocessing.process.BaseProcess | None = None
         self._conn: Connection | None = None
         self._ready = False  # the child said it imported the App
+        self._start_failure: TaskError | None = None  # why the last warm() failed
         self._killed = False
 
     def spawn(self) -> Connection:
@@ -222,24 +238,38 @@ class _Child:
             self._conn, self._ready = parent, False
         return self._conn
 
-    def _ensure_ready(self) -> Connection:
-        conn = self.spawn()
-        if not self._ready:
-            conn.recv()  # READY, once the App is imported; EOFError if it died trying
+    def warm(self, limit: float) -> None:
+        """Wait until the child is ready for a task, at most ``limit`` seconds.
+        A child that dies importing, or is not ready in time, is killed, and
+        :meth:`run` fails the task it gets."""
+        self._start_failure = None
+        try:
+            conn = self.spawn()
+            if self._ready:
+                return
+            if not conn.poll(limit):
+                self.kill()
+                message = f"the child process did not import the App within {limit:g}s"
+                self._start_failure = TaskError("WorkerStartTimeout", message)
+                return
+            conn.recv()  # READY
             self._ready = True
-        return conn
-
-    def warm(self) -> None:
-        """Wait until the child is ready for a task. A child that died importing
-        is left for :meth:`run` to report, as the failure of the task it gets."""
-        with contextlib.suppress(EOFError, OSError):
-            self._ensure_ready()
+        except (EOFError, OSError):
+            code = None if self._process is None else self._process.exitcode
+            self.kill()
+            message = f"the child process died importing the App (exit code {code})"
+            self._start_failure = TaskError("WorkerCrashed", message)
 
     def run(self, task: Task, lease: Lease) -> Ending | None:
-        """The ending, or ``None`` if the execution was abandoned (killed)."""
+        """The ending, or ``None`` if the execution was abandoned (killed).
+        Call :meth:`warm` first."""
+        if self._start_failure is not None:
+            return Raised(self._start_failure)
+        conn = self._conn
+        if conn is None or not self._ready:
+            raise RuntimeError("run() before a successful warm()")
         self._killed = False
         try:
-            conn = self._ensure_ready()
             conn.send((task, lease))
             ending: Ending = conn.recv()
         except (EOFError, OSError, BrokenPipeError):
@@ -257,11 +287,16 @@ class _Child:
             self._process.join(5)
         self._process = None
 
-    def stop(self) -> None:
+    def ask_to_exit(self) -> None:
+        """Tell the child to exit once it is idle (after its import, if it is
+        still importing)."""
         if self._conn is not None and self._process is not None and self._process.is_alive():
             with contextlib.suppress(OSError):
                 self._conn.send(None)
-            self._process.join(5)
+
+    def join_or_kill(self, timeout: float) -> None:
+        if self._process is not None:
+            self._process.join(max(0.0, timeout))
         self.kill()
 
 

@@ -1,0 +1,99 @@
+"""The process pool's children, as real processes: their start-up never eats a
+task's timeout, but a start that hangs or fails fails the attempt, once; and
+closing the pool ends every child, those still importing too."""
+
+from __future__ import annotations
+
+import multiprocessing
+import queue
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from tenure import Lease, Status, Task
+from tenure.worker.executors import ProcessExecutor
+from tenure.worker.runner import Ending, Raised
+from tests.apps import failing_import
+
+pytestmark = pytest.mark.slow
+
+APP = "tests.apps.failing_import:app"
+
+
+@pytest.fixture
+def import_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    log = tmp_path / "imports"
+    log.touch()
+    monkeypatch.setenv("TENURE_TEST_IMPORT_LOG", str(log))
+    return log
+
+
+def a_task() -> Task:
+    now = datetime.now(UTC)
+    new = failing_import.noop.new_task((), {})
+    return Task(
+        id="t1",
+        topic="pool",
+        name=new.name,
+        status=Status.RUNNING,
+        data=new.data,
+        created_at=now,
+        updated_at=now,
+    )
+
+
+def ending_of(pool: ProcessExecutor) -> Ending:
+    endings: queue.Queue[Ending] = queue.Queue()
+    pool.submit(a_task(), Lease("t1", "w", 1), lambda _, e: endings.put(e), lambda _: True)
+    return endings.get(timeout=60)
+
+
+def test_a_child_whose_import_hangs_fails_the_attempt_after_the_start_limit(
+    import_log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TENURE_TEST_CHILD_IMPORT", "hang")
+    pool = ProcessExecutor(APP, 1, start_limit=1.0)
+    try:
+        began = time.monotonic()
+        ending = ending_of(pool)
+        waited = time.monotonic() - began
+    finally:
+        pool.close()
+    assert isinstance(ending, Raised) and ending.error.type == "WorkerStartTimeout"
+    assert "within 1s" in ending.error.message
+    assert 1.0 <= waited < 30
+    assert len(import_log.read_text().split()) == 1
+    assert multiprocessing.active_children() == []  # the hung child was killed
+
+
+def test_a_child_that_dies_importing_fails_the_attempt_without_a_second_import(
+    import_log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TENURE_TEST_CHILD_IMPORT", "fail")
+    pool = ProcessExecutor(APP, 1)
+    try:
+        ending = ending_of(pool)
+    finally:
+        pool.close()
+    assert isinstance(ending, Raised) and ending.error.type == "WorkerCrashed"
+    assert "importing" in ending.error.message
+    assert len(import_log.read_text().split()) == 1  # not imported again for the same task
+
+
+def test_closing_the_pool_ends_children_still_importing(
+    import_log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TENURE_TEST_CHILD_IMPORT", "hang")
+    pool = ProcessExecutor(APP, 2)
+    # A task waits for one of them to be ready: that child is neither idle nor running.
+    pool.submit(a_task(), Lease("t1", "w", 1), lambda *_: None, lambda _: True)
+    deadline = time.monotonic() + 30
+    while len(import_log.read_text().split()) < 2:  # both children are importing
+        assert time.monotonic() < deadline, "the children never started importing"
+        time.sleep(0.02)
+    began = time.monotonic()
+    pool.close()
+    assert time.monotonic() - began < 15  # one grace period for all, then killed
+    assert multiprocessing.active_children() == []
