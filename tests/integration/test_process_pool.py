@@ -7,15 +7,15 @@ from __future__ import annotations
 import multiprocessing
 import queue
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from tenure import Lease, Status, Task
+from tenure import Lease
 from tenure.worker.executors import ProcessExecutor
 from tenure.worker.runner import Ending, Raised
 from tests.apps import failing_import
+from tests.executions import running_task
 
 pytestmark = pytest.mark.slow
 
@@ -30,23 +30,14 @@ def import_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return log
 
 
-def a_task() -> Task:
-    now = datetime.now(UTC)
-    new = failing_import.noop.new_task((), {})
-    return Task(
-        id="t1",
-        topic="pool",
-        name=new.name,
-        status=Status.RUNNING,
-        data=new.data,
-        created_at=now,
-        updated_at=now,
-    )
-
-
 def ending_of(pool: ProcessExecutor) -> Ending:
     endings: queue.Queue[Ending] = queue.Queue()
-    pool.submit(a_task(), Lease("t1", "w", 1), lambda _, e: endings.put(e), lambda _: True)
+    pool.submit(
+        running_task(failing_import.noop, "t1"),
+        Lease("t1", "w", 1),
+        lambda _, e: endings.put(e),
+        lambda _: True,
+    )
     return endings.get(timeout=60)
 
 
@@ -88,7 +79,12 @@ def test_closing_the_pool_ends_children_still_importing(
     monkeypatch.setenv("TENURE_TEST_CHILD_IMPORT", "hang")
     pool = ProcessExecutor(APP, 2)
     # A task waits for one of them to be ready: that child is neither idle nor running.
-    pool.submit(a_task(), Lease("t1", "w", 1), lambda *_: None, lambda _: True)
+    pool.submit(
+        running_task(failing_import.noop, "t1"),
+        Lease("t1", "w", 1),
+        lambda *_: None,
+        lambda _: True,
+    )
     deadline = time.monotonic() + 30
     while len(import_log.read_text().split()) < 2:  # both children are importing
         assert time.monotonic() < deadline, "the children never started importing"

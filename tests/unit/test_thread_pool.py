@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import queue
 import threading
-from datetime import UTC, datetime
 
 import tenure
-from tenure import Lease, Status, Task
+from tenure import Lease
 from tenure.worker.executors import ThreadExecutor
 from tenure.worker.runner import Ending, Succeeded
+from tests.executions import running_task
 
 app = tenure.App("sqlite:///:memory:")
 release = threading.Event()
@@ -36,20 +36,6 @@ def claim(task_id: str) -> bool:
 refused: set[str] = set()
 
 
-def task(function: tenure.function.TaskFunction, task_id: str) -> Task:  # type: ignore[type-arg]
-    now = datetime.now(UTC)
-    new = function.new_task((), {})
-    return Task(
-        id=task_id,
-        topic="pool",
-        name=new.name,
-        status=Status.RUNNING,
-        data=new.data,
-        created_at=now,
-        updated_at=now,
-    )
-
-
 def test_abandoning_a_stuck_execution_gives_the_pool_a_new_thread() -> None:
     endings: queue.Queue[tuple[str, Ending]] = queue.Queue()
 
@@ -59,10 +45,10 @@ def test_abandoning_a_stuck_execution_gives_the_pool_a_new_thread() -> None:
     pool = ThreadExecutor(app, slots=1)
     release.clear()
     running.clear()
-    pool.submit(task(blocks, "stuck"), Lease("stuck", "w", 1), deliver, claim)
+    pool.submit(running_task(blocks, "stuck"), Lease("stuck", "w", 1), deliver, claim)
     assert running.wait(10)
     pool.abandon("stuck")  # e.g. its timeout passed: the thread runs on, unheard
-    pool.submit(task(thread_name, "next"), Lease("next", "w", 1), deliver, claim)
+    pool.submit(running_task(thread_name, "next"), Lease("next", "w", 1), deliver, claim)
     task_id, ending = endings.get(timeout=10)  # would hang if the only thread were stuck
     assert task_id == "next" and isinstance(ending, Succeeded)
     release.set()
@@ -74,7 +60,10 @@ def test_threads_are_reused() -> None:
     pool = ThreadExecutor(app, slots=1)
     for i in range(3):
         pool.submit(
-            task(thread_name, f"t{i}"), Lease(f"t{i}", "w", 1), lambda *e: endings.put(e), claim
+            running_task(thread_name, f"t{i}"),
+            Lease(f"t{i}", "w", 1),
+            lambda *e: endings.put(e),
+            claim,
         )
     names = set()
     for _ in range(3):
@@ -89,8 +78,13 @@ def test_a_task_whose_claim_fails_never_runs() -> None:
     pool = ThreadExecutor(app, slots=1)
     refused.add("released")  # e.g. released at shutdown while it waited
     pool.submit(
-        task(thread_name, "released"), Lease("released", "w", 1), lambda *e: endings.put(e), claim
+        running_task(thread_name, "released"),
+        Lease("released", "w", 1),
+        lambda *e: endings.put(e),
+        claim,
     )
-    pool.submit(task(thread_name, "last"), Lease("last", "w", 1), lambda *e: endings.put(e), claim)
+    pool.submit(
+        running_task(thread_name, "last"), Lease("last", "w", 1), lambda *e: endings.put(e), claim
+    )
     assert endings.get(timeout=10)[0] == "last"  # "released" was skipped, never delivered
     assert endings.empty()
