@@ -57,3 +57,17 @@ def events_since(store: Store, after: int) -> list[Event]:
 
 def in_(seconds: float) -> datetime:
     return datetime.now(UTC) + timedelta(seconds=seconds)
+
+
+class FakeClock:
+    """A monotonic clock that moves only when told to: loops that take a clock
+    are tested without sleeping."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds

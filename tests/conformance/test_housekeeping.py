@@ -20,8 +20,7 @@ from tenure import (
 )
 from tenure.maintenance.scheduler import Scheduler
 from tenure.store.types import LeaderLease, WorkerInfo
-from tests.conformance.support import events_since, new, reach
-from tests.conformance.test_supervisor import FakeClock
+from tests.conformance.support import FakeClock, events_since, new, reach
 
 # -- counting and the clock ------------------------------------------------------
 

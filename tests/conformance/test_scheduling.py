@@ -11,8 +11,7 @@ from tenure import App, Status, Store
 from tenure.maintenance.leader import Leadership
 from tenure.maintenance.periodic import Periodic, PeriodicEnqueuer
 from tenure.maintenance.scheduler import Scheduler
-from tests.conformance.support import new, reserve_one
-from tests.conformance.test_supervisor import FakeClock
+from tests.conformance.support import FakeClock, new, reserve_one
 
 
 def pair(store: Store, lease: float = 10) -> tuple[Leadership, Leadership, FakeClock, FakeClock]:

@@ -8,18 +8,7 @@ import pytest
 
 from tenure import ReserveParams, Status, Store
 from tenure.maintenance.supervisor import Supervisor
-from tests.conformance.support import new, reserve_one
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
+from tests.conformance.support import FakeClock, new, reserve_one
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ from tenure.worker.executors import ProcessExecutor
 from tenure.worker.runner import Ending, Raised
 from tests.apps import failing_import
 from tests.executions import running_task
+from tests.integration.workers import wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -85,10 +86,7 @@ def test_closing_the_pool_ends_children_still_importing(
         lambda *_: None,
         lambda _: True,
     )
-    deadline = time.monotonic() + 30
-    while len(import_log.read_text().split()) < 2:  # both children are importing
-        assert time.monotonic() < deadline, "the children never started importing"
-        time.sleep(0.02)
+    wait_for(lambda: len(import_log.read_text().split()) == 2, "both children importing")
     began = time.monotonic()
     pool.close()
     assert time.monotonic() - began < 15  # one grace period for all, then killed

@@ -15,7 +15,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from tests.integration.workers import (
     enqueue,
     finished,
     skewed,
+    wait_for,
     wait_until,
 )
 
@@ -65,14 +65,6 @@ def scheduler(url: str, processes: list[WorkerProcess], **kw: object) -> WorkerP
     )
     processes.append(process)
     return process
-
-
-def wait_for(condition: Callable[[], bool], what: str, timeout: float = 30) -> None:
-    """Poll ``condition`` until it holds; fail naming ``what`` after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.01)
 
 
 def restarts_after(store: Store, task_id: str, moment: datetime) -> list[datetime]:

@@ -9,20 +9,17 @@ import re
 import signal
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 
 from tenure import Status, Store, Task, cli
 from tenure.store.types import WorkerInfo
 from tests.apps import basic, slow_import
-from tests.integration.workers import WorkerProcess, enqueue, finished, wait_until
+from tests.integration.workers import WorkerProcess, enqueue, finished, wait_for, wait_until
 
 pytestmark = pytest.mark.slow
-
-T = TypeVar("T")
 
 
 @pytest.fixture
@@ -198,15 +195,6 @@ def test_retry_spends_an_attempt_and_waits_the_time_asked(store: Store, start) -
     assert done.started_at is not None and done.started_at >= pending.run_at
 
 
-def poll(look: Callable[[], T | None], what: str, timeout: float = 20) -> T:
-    """What ``look`` returns once it is not None; fails after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while (found := look()) is None:
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
-    return found
-
-
 def test_worker_registers_itself_shows_what_it_holds_and_leaves_on_sigterm(  # type: ignore[no-untyped-def]
     store: Store,
     store_url: str,
@@ -233,7 +221,7 @@ def test_worker_registers_itself_shows_what_it_holds_and_leaves_on_sigterm(  # t
     def holding_one() -> WorkerInfo | None:
         return next((w for w in store.worker_list() if w.held == 1), None)
 
-    beat = poll(holding_one, "a heartbeat with held=1")  # heartbeats come every 5 s
+    beat = wait_for(holding_one, "a heartbeat with held=1")  # heartbeats come every 5 s
     assert beat.id == row.id and beat.started_at == row.started_at
     monkeypatch.setattr(cli.console, "width", 200)  # a wide terminal: no column cut
     assert cli.main(["--url", store_url, "workers"]) == 0

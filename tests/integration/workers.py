@@ -10,13 +10,14 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tenure import NewTask, Store, Task
 from tenure.function import TaskFunction
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = "tests.apps.basic:app"
+T = TypeVar("T")
 
 
 # Debian's faketime package, wherever the machine's multiarch directory is.
@@ -127,6 +128,16 @@ def enqueue(store: Store, function: TaskFunction[Any, Any], *args: Any, **kwargs
 
 def enqueue_new(store: Store, task: NewTask) -> Task:
     return store.task_create(task)
+
+
+def wait_for(look: Callable[[], T], what: str, timeout: float = 30) -> T:
+    """Poll ``look`` until it returns something true, and return that; fail
+    naming ``what`` after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while not (found := look()):
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.01)
+    return found
 
 
 def wait_until(
