@@ -70,10 +70,16 @@ def integer(
     return value
 
 
+def _real(value: object, field: str, what: str = "a number") -> int | float:
+    """``value`` if it is an int or a float (a bool is neither, here)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidInput(field, f"must be {what}, not {type(value).__name__}")
+    return value
+
+
 def number(value: object, field: str, low: float, high: float) -> float:
     """A number (not a bool) from ``low`` to ``high``, both included."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidInput(field, f"must be a number, not {type(value).__name__}")
+    value = _real(value, field)
     if not low <= value <= high:  # NaN fails this too
         raise InvalidInput(field, f"must be between {low:g} and {high:g}, got {value}")
     return float(value)
@@ -81,8 +87,7 @@ def number(value: object, field: str, low: float, high: float) -> float:
 
 def seconds(value: object, field: str, *, allow_zero: bool = False) -> float:
     """A finite, positive (or, with ``allow_zero``, non-negative) number of seconds."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidInput(field, f"must be a number of seconds, not {type(value).__name__}")
+    value = _real(value, field, "a number of seconds")
     try:
         number = float(value)
     except OverflowError:

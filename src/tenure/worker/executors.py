@@ -159,9 +159,10 @@ class ProcessExecutor:
     executor, importing side by side, and a task is claimed (its timeout starts)
     only once its child is ready: an import of seconds never eats into a task's
     timeout. A child not ready within ``start_limit`` seconds (an import that
-    hangs) is killed and the attempt fails, as when a child dies importing. Abandoning an execution
-    kills its child; a fresh one replaces it for the next task. A child that
-    dies by itself (a crash, ``os._exit``) fails the attempt.
+    hangs) is killed and the attempt fails, as when a child dies importing.
+    Abandoning an execution kills its child; a fresh one replaces it for the
+    next task. A child that dies by itself (a crash, ``os._exit``) fails the
+    attempt.
     """
 
     def __init__(self, app_path: str, slots: int, start_limit: float = START_LIMIT) -> None:
