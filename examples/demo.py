@@ -25,7 +25,7 @@ from rich.table import Table
 
 from examples.demo_tasks import app, resize, upload
 from tenure import Event, Status, TaskFilter
-from tenure.cli import short_id
+from tenure.cli.output import short_id
 
 ROOT = Path(__file__).resolve().parents[1]
 console = Console()

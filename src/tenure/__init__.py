@@ -22,6 +22,7 @@ from tenure.errors import (
     UniqueConflict,
     WrongOwner,
 )
+from tenure.hooks import Middleware, Outcome
 from tenure.store import (
     Completion,
     Event,
@@ -61,8 +62,10 @@ __all__ = [
     "LeaseExpired",
     "LeaseLost",
     "LockPhase",
+    "Middleware",
     "NewTask",
     "OnConflict",
+    "Outcome",
     "Page",
     "ReserveParams",
     "Retry",

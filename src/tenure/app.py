@@ -16,6 +16,7 @@ from tenure.admin import TaskAdmin
 from tenure.errors import ConfigError, InvalidInput
 from tenure.function import TaskConfig, TaskFunction
 from tenure.handle import TaskHandle
+from tenure.hooks import Hook, HookKind, Hooks, Middleware
 from tenure.ids import default_owner
 from tenure.maintenance.periodic import Periodic
 from tenure.retry import Backoff
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 
 P = ParamSpec("P")
 R = TypeVar("R")
+H = TypeVar("H", bound=Hook)
 
 
 class App:
@@ -56,6 +58,8 @@ class App:
         self.periodics: list[Periodic] = []
         self.import_path: str | None = None
         """``module:attribute`` that finds this App again (child processes need it)."""
+        self.hooks = Hooks()
+        self.middleware: list[Middleware] = []
 
     def use(self, url: str) -> None:
         """Point the App at another store before it is first used (``--url``)."""
@@ -176,6 +180,24 @@ class App:
             return function
 
         return register
+
+    def on(self, kind: HookKind) -> Callable[[H], H]:
+        """Call the decorated function with an :class:`~tenure.hooks.Outcome` each
+        time a task is ``started``, ``succeeded``, ``retrying``, ``failed``,
+        ``snoozed`` or ``cancelled`` on a worker of this App."""
+
+        def register(hook: H) -> H:
+            self.hooks.add(kind, hook)
+            return hook
+
+        return register
+
+    def add_middleware(self, middleware: Middleware) -> None:
+        """Wrap every enqueue and every execution of this App's tasks (see
+        :class:`~tenure.hooks.Middleware`); the first added is the outermost."""
+        if not isinstance(middleware, Middleware):
+            raise ConfigError("middleware must be a tenure.Middleware")
+        self.middleware.append(middleware)
 
     def scheduler(self, owner: str | None = None, **options: Any) -> Scheduler:
         """The scheduler for this App's store; see :class:`tenure.maintenance.Scheduler`."""

@@ -8,6 +8,7 @@ Neither is an error, so neither derives from :class:`~tenure.errors.TenureError`
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 
@@ -47,6 +48,14 @@ class Current:
     def attempt(self) -> int:
         """1 for the first attempt, 2 for the first retry, and so on."""
         return self.task.attempts
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        """What middleware added to the task when it was enqueued (trace context,
+        a request id); empty for a task enqueued without middleware."""
+        data = self.task.data
+        found = data.get("headers") if isinstance(data, dict) else None
+        return found if isinstance(found, dict) else {}
 
     @property
     def fencing_token(self) -> int:

@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
 from tenure.errors import InvalidInput, UniqueConflict
+from tenure.hooks import task_headers
 from tenure.ids import new_id
 from tenure.retry import Backoff
 from tenure.store.types import NewTask, OnConflict, UniqueRule
@@ -147,10 +148,13 @@ class TaskFunction(Generic[P, R]):
         except TypeError as exc:
             raise InvalidInput(where, f"do not fit {self.name}{self._signature}: {exc}") from None
         config, opts = self.config, self._options
+        data: dict[str, Any] = {"args": list(args), "kwargs": dict(kwargs)}
+        if self.app.middleware and (headers := task_headers(self.app.middleware, config.name)):
+            data["headers"] = headers
         return NewTask(
             topic=opts.topic or config.topic,
             name=config.name,
-            data={"args": list(args), "kwargs": dict(kwargs)},
+            data=data,
             # Chosen here, so that a refused unique task still has an id to report.
             id=opts.id or new_id(),
             sub_topic=opts.sub_topic or config.sub_topic,

@@ -144,7 +144,7 @@ def test_sigstopped_worker_loses_its_tasks_and_cannot_write_after_sigcont(
     done = wait_until(store, task.id, finished)
     assert done.result == {"pid": rescuer.pid, "token": moved.lease_token}
     zombie.signal(signal.SIGCONT)  # it must stop itself, or be refused by the store
-    zombie.wait_for_log("abandoning the execution", "ending discarded")
+    zombie.wait_for_log("abandoning the execution", "lost its lease")
     assert store.task_get(task.id) == done
     assert zombie.process.poll() is None  # the zombie lives on, harmless
 

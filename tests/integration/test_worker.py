@@ -166,7 +166,7 @@ def test_supervisor_wakes_a_snoozed_task_which_then_runs_again(  # type: ignore[
     done = wait_until(store, task.id, finished)
     assert (done.status, done.result, done.attempts) == (Status.DONE, "after snooze", 1)
     # the supervisor's revoke is what woke it
-    worker.wait_for_log(f"task {task.id} {basic.snoozes_then_runs.name}: lease of")
+    worker.wait_for_log(f"task {task.id} {basic.snoozes_then_runs.name} woke up from its snooze")
     events = [e for e in store.event_list() if e.task_id == task.id]
     path = [(e.from_status, e.to_status) for e in events]
     assert path == [
@@ -234,8 +234,10 @@ def test_worker_registers_itself_shows_what_it_holds_and_leaves_on_sigterm(  # t
     assert store.worker_list() == []
 
 
-ENDING = re.compile(r"task (\S+) (\S+) attempt=(\d+) (\w+) -> (\w+) duration=(\d+\.\d+)s$")
-STARTED = re.compile(r"task (\S+) (\S+) attempt=(\d+) started$")
+STARTED = re.compile(r"INFO tenure.worker task (\S+) (\S+) attempt=(\d+)/\d+ started$")
+SUCCEEDED = re.compile(
+    r"INFO tenure.worker task (\S+) (\S+) attempt=(\d+)/\d+ succeeded in (\S+)s$"
+)
 
 
 def test_worker_logs_each_start_and_ending_with_id_name_attempt_and_duration(  # type: ignore[no-untyped-def]
@@ -245,22 +247,23 @@ def test_worker_logs_each_start_and_ending_with_id_name_attempt_and_duration(  #
     naps, fails = basic.naps.name, basic.always_fails.name
     napped = enqueue(store, basic.naps, 0.2)
     failed = enqueue(store, basic.always_fails)
-    worker.wait_for_log(f"task {napped.id} {naps} attempt=1 succeeded -> done")
-    worker.wait_for_log(f"task {failed.id} {fails} attempt=2 raised -> failed")
+    retrying = worker.wait_for_log(f"task {failed.id} {fails} attempt=1/2 failed: ")
+    final = worker.wait_for_log(f"task {failed.id} {fails} attempt=2/2 failed for good")
+    worker.wait_for_log(f"task {napped.id} {naps} attempt=1/1 succeeded in")
     starts = [m.groups() for line in worker.lines if (m := STARTED.search(line))]
     assert sorted(starts) == sorted(
         [(napped.id, naps, "1"), (failed.id, fails, "1"), (failed.id, fails, "2")]
     )
-    endings = [m.groups() for line in worker.lines if (m := ENDING.search(line))]
-    assert sorted(ending[:5] for ending in endings) == sorted(
-        [
-            (napped.id, naps, "1", "succeeded", "done"),
-            (failed.id, fails, "1", "raised", "pending"),
-            (failed.id, fails, "2", "raised", "failed"),
-        ]
-    )
-    [nap] = [float(ending[5]) for ending in endings if ending[0] == napped.id]
+    [nap] = [float(m[4]) for line in worker.lines if (m := SUCCEEDED.search(line))]
     assert nap >= 0.2  # it slept 0.2 s
+    # A failure says what was raised, at WARNING while retries remain and at ERROR
+    # once final, each followed by the exception's traceback.
+    assert " WARNING tenure.worker " in retrying and "RuntimeError: always; retrying in" in retrying
+    assert " ERROR tenure.worker " in final and "(no attempts left): RuntimeError: always" in final
+    for line in (retrying, final):
+        after = worker.lines[worker.lines.index(line) + 1 :]
+        assert after[0] == "Traceback (most recent call last):"
+        assert 'raise RuntimeError("always")' in "\n".join(after[:8])
 
 
 def revoke_running(store: Store, running: Task) -> Task:
@@ -290,7 +293,7 @@ def test_worker_whose_lease_is_taken_does_not_write(  # type: ignore[no-untyped-
     # max_attempts 1: the revoked task fails
     taken = revoke_running(store, running) if taken_by == "revoke" else store.task_cancel(task.id)
     assert taken is not None and taken.finished
-    worker.wait_for_log("abandoning the execution")
+    worker.wait_for_log("lost its lease" if taken_by == "revoke" else "was cancelled")
     gate.touch()  # the abandoned execution now returns "late"
     marker = enqueue(store, basic.add, 1, 1)  # proves the worker went on working
     wait_until(store, marker.id, finished)
@@ -353,7 +356,10 @@ def test_second_signal_stops_without_waiting(store: Store, start, tmp_path: Path
 
 
 def test_tags_route_tasks_to_workers_that_have_them(store: Store, start) -> None:  # type: ignore[no-untyped-def]
-    start()
+    plain_worker = start()
+    # It says, as it starts, which of its App's tasks it can never take, and why.
+    warning = plain_worker.wait_for_log(f"task {basic.on_gpu.name} requires tags gpu")
+    assert " WARNING " in warning and "--tags gpu" in warning
     gpu = enqueue(store, basic.on_gpu)
     plain = enqueue(store, basic.add, 0, 0)
     wait_until(store, plain.id, finished)

@@ -32,11 +32,11 @@ def test_cli_lists_shows_cancels_and_retries(
         assert again.status is Status.PENDING
 
 
-def test_cli_reports_errors_with_exit_code_2(
+def test_cli_reports_failures_with_exit_code_1_and_mistakes_with_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     url = f"sqlite:///{tmp_path / 'cli.db'}"
-    assert main(["--url", url, "cancel", "missing"]) == 2
+    assert main(["--url", url, "cancel", "missing"]) == 1
     assert "no task with id" in capsys.readouterr().err
     assert main(["--url", url, "tasks", "--status", "bogus"]) == 2
     assert main(["--url", url, "show", "missing"]) == 1

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from tenure.errors import StoreUnavailable, TenureError
 from tenure.store import Store
-from tenure.task import Task
+from tenure.task import Status, Task
 
 log = logging.getLogger("tenure.supervisor")
 
@@ -37,6 +37,7 @@ MonotonicClock = Callable[[], float]
 class Mark:
     record_ver: int
     expires: float
+    snoozed: bool = False
 
 
 @dataclass(slots=True)
@@ -87,7 +88,8 @@ class Supervisor:
                 seen.add(task.id)
                 known = self.marks.get(task.id)
                 if known is None or known.record_ver != task.record_ver:
-                    self.marks[task.id] = Mark(task.record_ver, now + self._window(task))
+                    snoozed = task.status is Status.SNOOZED
+                    self.marks[task.id] = Mark(task.record_ver, now + self._window(task), snoozed)
             if page.cursor is None:
                 break
             cursor = page.cursor
@@ -121,12 +123,26 @@ class Supervisor:
                 report.lost_races += 1  # its holder wrote since: alive after all
                 continue
             report.revoked.append(revoked)
-            log.info(
-                "task %s %s: lease of %s revoked -> %s",
-                revoked.id,
-                revoked.name,
-                revoked.assignee,
-                revoked.status,
-                extra={"task_id": revoked.id, "task_name": revoked.name},
-            )
+            _tell(revoked, mark)
         return report
+
+
+def _tell(revoked: Task, mark: Mark) -> None:
+    extra = {"task_id": revoked.id, "task_name": revoked.name, "status": str(revoked.status)}
+    if mark.snoozed:
+        log.info(
+            "task %s %s woke up from its snooze -> %s",
+            revoked.id,
+            revoked.name,
+            revoked.status,
+            extra=extra,
+        )
+        return
+    log.warning(
+        "task %s %s: its holder %s went silent and its lease lapsed; taken back -> %s",
+        revoked.id,
+        revoked.name,
+        revoked.assignee,
+        revoked.status,
+        extra=extra,
+    )

@@ -70,3 +70,13 @@ def redact(url: str) -> str:
     if parts.password is None:
         return url
     return url.replace(f":{parts.password}@", ":***@", 1)
+
+
+def describe_url(url: str) -> str:
+    """``url`` as a user should read it: no password, and a SQLite path made
+    absolute (a relative one names a different file in each working directory)."""
+    parts = urlsplit(url)
+    if parts.scheme == "sqlite" and not parts.path.startswith("//"):
+        path = os.path.abspath(parts.path[1:] if parts.path.startswith("/") else parts.path)
+        return f"sqlite:///{path}" + (f"?{parts.query}" if parts.query else "")
+    return redact(url)

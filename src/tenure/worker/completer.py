@@ -11,14 +11,15 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-import time
 from collections.abc import Callable
 from functools import partial
 
 from tenure.errors import StoreUnavailable, TenureError
+from tenure.hooks import Hooks
 from tenure.retry import Backoff
 from tenure.store import Completion, Failure, Store
 from tenure.store.types import StateOutcome, TaskState
+from tenure.worker import telling
 from tenure.worker.held import Held, Holdings
 from tenure.worker.runner import Ending, Raised, Succeeded
 
@@ -28,6 +29,8 @@ BATCH = 500
 RETRY_PAUSE = 0.5
 
 BackoffOf = Callable[[str], Backoff]
+Told = tuple[Held, Ending, float | None]
+"""An ending to write, with the delay it asks for (next attempt, or wake-up)."""
 
 
 class Completer:
@@ -40,6 +43,7 @@ class Completer:
         backoff_of: BackoffOf,
         *,
         give_up: threading.Event | None = None,
+        hooks: Hooks | None = None,
     ) -> None:
         self.store = store
         self.holdings = holdings
@@ -48,6 +52,7 @@ class Completer:
         # yet written are dropped; their tasks, still leased in the store, are
         # handed back by the supervisor once the leases lapse and run again.
         self.give_up = give_up or threading.Event()
+        self.hooks = hooks or Hooks()
         self._queue: queue.Queue[tuple[Held, Ending] | None] = queue.Queue()
         self._thread = threading.Thread(target=self._loop, name="tenure-completer", daemon=True)
         self.on_written: Callable[[], None] = lambda: None
@@ -84,19 +89,21 @@ class Completer:
                 return
 
     def _write(self, batch: list[tuple[Held, Ending]]) -> None:
-        done: list[tuple[Held, Ending]] = []
+        done: list[Told] = []
         completions: list[Completion] = []
-        failed: list[tuple[Held, Ending]] = []
+        failed: list[Told] = []
         failures: list[Failure] = []
         for held, ending in batch:
             if isinstance(ending, Succeeded):
-                done.append((held, ending))
+                done.append((held, ending, None))
                 completions.append(Completion(held.lease, ending.result))
             elif isinstance(ending, Raised):
-                failed.append((held, ending))
-                failures.append(self._failure(held, ending))
+                failure = self._failure(held, ending)
+                failed.append((held, ending, failure.retry_in))
+                failures.append(failure)
             else:
-                self._persist([(held, ending)], partial(self._snooze, held, ending.seconds))
+                write = partial(self._snooze, held, ending.seconds)
+                self._persist([(held, ending, ending.seconds)], write)
         if done:
             self._persist(done, partial(self.store.task_complete_many, completions))
         if failed:
@@ -119,9 +126,7 @@ class Completer:
                 retry_in = policy.delay(held.task.attempts)
         return Failure(held.lease, ending.error, retry_in, policy.priority_step)
 
-    def _persist(
-        self, items: list[tuple[Held, Ending]], write: Callable[[], list[StateOutcome]]
-    ) -> None:
+    def _persist(self, items: list[Told], write: Callable[[], list[StateOutcome]]) -> None:
         """Write until the store answers: an ending is never dropped for a passing
         outage; each held task is forgotten once its ending's fate is known."""
         while True:
@@ -135,43 +140,13 @@ class Completer:
                         "%d endings not written: their tasks run again after their leases lapse",
                         len(items),
                     )
-                    for held, _ in items:
+                    for held, _, _ in items:
                         self.holdings.drop(held)
                     return
-        for (held, ending), outcome in zip(items, outcomes, strict=True):
-            _log_ending(held, ending, outcome)
+        for (held, ending, delay), outcome in zip(items, outcomes, strict=True):
+            if isinstance(outcome, TenureError):
+                status = telling.status_now(self.store, held.task.id)
+                telling.discarded(held, outcome, status, self.hooks)
+            else:
+                telling.ended(held, ending, outcome, delay, self.hooks)
             self.holdings.drop(held)
-
-
-def _log_ending(held: Held, ending: Ending, outcome: StateOutcome) -> None:
-    task = held.task
-    fields = {
-        "task_id": task.id,
-        "task_name": task.name,
-        "attempt": task.attempts,
-        "duration": round(held_duration(held), 6),
-    }
-    if isinstance(outcome, TenureError):
-        log.warning(
-            "task %s %s attempt=%d: ending discarded, %s",
-            task.id,
-            task.name,
-            task.attempts,
-            outcome,
-            extra=fields,
-        )
-        return
-    log.info(
-        "task %s %s attempt=%d %s -> %s duration=%.3fs",
-        task.id,
-        task.name,
-        task.attempts,
-        type(ending).__name__.lower(),
-        outcome.status,
-        fields["duration"],
-        extra={**fields, "status": str(outcome.status)},
-    )
-
-
-def held_duration(held: Held) -> float:
-    return time.monotonic() - held.started

@@ -20,8 +20,10 @@ import time
 from collections.abc import Callable
 
 from tenure.errors import StoreError, TenureError
+from tenure.hooks import Hooks
 from tenure.store import Store
 from tenure.task import TaskError
+from tenure.worker import telling
 from tenure.worker.held import Held, Holdings
 from tenure.worker.runner import Ending, Raised
 
@@ -38,6 +40,8 @@ class Monitor:
         lease_seconds: float,
         abandon: Callable[[str], None],
         finish: Callable[[Held, Ending], None],
+        *,
+        hooks: Hooks | None = None,
     ) -> None:
         self.store = store
         self.holdings = holdings
@@ -45,6 +49,7 @@ class Monitor:
         self.interval = lease_seconds / 3
         self.abandon = abandon
         self.finish = finish
+        self.hooks = hooks or Hooks()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="tenure-keepalive", daemon=True)
 
@@ -97,8 +102,7 @@ class Monitor:
             if not isinstance(outcome, TenureError):
                 held.expires = sent + self.lease_seconds
             elif self.holdings.end(held):
-                log.warning(
-                    "task %s: lease lost (%s); abandoning the execution", held.task.id, outcome
-                )
                 self.abandon(held.task.id)
+                status = telling.status_now(self.store, held.task.id)
+                telling.discarded(held, outcome, status, self.hooks)
                 self.holdings.drop(held)

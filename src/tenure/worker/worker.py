@@ -33,7 +33,9 @@ from tenure.retry import Backoff
 from tenure.store import ReserveParams, Store
 from tenure.store import validate as check
 from tenure.store.types import Lease, WorkerInfo
+from tenure.store.url import describe_url
 from tenure.task import Task
+from tenure.worker import telling
 from tenure.worker.completer import BATCH as ENDINGS_BATCH
 from tenure.worker.completer import Completer
 from tenure.worker.executors import Executor, make_executor
@@ -45,8 +47,12 @@ from tenure.worker.runner import Ending
 
 if TYPE_CHECKING:
     from tenure.app import App
+    from tenure.function import TaskFunction
 
 log = logging.getLogger("tenure.worker")
+
+OPEN_RETRY_MAX = 30.0
+"""Longest wait, in seconds, between attempts to reach the store at start."""
 
 POOLS = ("threads", "processes", "async")
 
@@ -129,26 +135,48 @@ class Worker:
 
     def run(self) -> int:
         """Work until stopped; return the process exit code (0 on a clean stop)."""
-        store = self.app.store
-        executor = make_executor(self.pool, self.app, self.concurrency)
-        completer = Completer(store, self.holdings, self._backoff_of, give_up=self._hurry)
-        completer.on_written = self._wake.set
-        monitor = Monitor(store, self.holdings, self.lease, executor.abandon, completer.put)
-        heartbeat = Heartbeat(store, self.describe, self.heartbeat_interval)
         restore = self._install_signals()
+        try:
+            store = self._open_store()
+            if store is not None:
+                self._work(store)
+        finally:
+            restore()
+        log.info("worker %s stopped", self.owner)
+        return 0
+
+    def _open_store(self) -> Store | None:
+        """The App's store, waiting out an outage (``None`` if stopped meanwhile):
+        a worker started before its database comes up waits for it. A permanent
+        error (no such database, bad credentials) is raised at once."""
+        delay = 1.0
+        while True:
+            try:
+                return self.app.store
+            except StoreUnavailable as exc:
+                log.warning("%s; retrying in %gs", exc, delay)
+                if self._stopping.wait(delay):
+                    return None
+                delay = min(delay * 2, OPEN_RETRY_MAX)
+
+    def _work(self, store: Store) -> None:
+        hooks = self.app.hooks
+        executor = make_executor(self.pool, self.app, self.concurrency)
+        completer = Completer(
+            store, self.holdings, self._backoff_of, give_up=self._hurry, hooks=hooks
+        )
+        completer.on_written = self._wake.set
+        monitor = Monitor(
+            store, self.holdings, self.lease, executor.abandon, completer.put, hooks=hooks
+        )
+        heartbeat = Heartbeat(store, self.describe, self.heartbeat_interval)
         completer.start()
         monitor.start()
         heartbeat.start()
         scheduler = self._start_scheduler()
         # New tasks on the store wake the fetch loop as slots freeing do.
         unsubscribe = store.task_notify(self.topics, self._wake)
-        log.info(
-            "worker %s started: topics=%s pool=%s concurrency=%d",
-            self.owner,
-            ",".join(self.topics),
-            self.pool,
-            self.concurrency,
-        )
+        self._announce()
         self.started.set()
         try:
             self._fetch_loop(store, executor, completer)
@@ -158,9 +186,22 @@ class Worker:
             self._shutdown(store, executor, completer, monitor)
             scheduler()
             heartbeat.close(self.owner)
-            restore()
-        log.info("worker %s stopped", self.owner)
-        return 0
+
+    def _announce(self) -> None:
+        """One line that says what this worker is and where it looks for work, and
+        a warning for each task of the App it can never take."""
+        log.info(
+            "worker %s started: store=%s tasks=%s topics=%s tags=%s pool=%s concurrency=%d",
+            self.owner,
+            describe_url(self.app.url),
+            ",".join(sorted(self.app.registry)) or "-",
+            ",".join(self.topics),
+            ",".join(sorted(self.tags)) or "-",
+            self.pool,
+            self.concurrency,
+        )
+        for warning in untakeable(self.app.registry.values(), self.topics, self.tags):
+            log.warning("%s", warning)
 
     def _fetch_loop(self, store: Store, executor: Executor, completer: Completer) -> None:
         def deliver(held: Held, ending: Ending) -> None:
@@ -214,21 +255,21 @@ class Worker:
         lease = Lease(task.id, self.owner, task.lease_token or 0)
         held = Held(task, lease, started=now, expires=now + self.lease)
         self.holdings.add(held)
-        log.info(
-            "task %s %s attempt=%d started",
-            task.id,
-            task.name,
-            task.attempts,
-            extra={"task_id": task.id, "task_name": task.name, "attempt": task.attempts},
-        )
         # The execution reports as this reservation, never by task id alone: an
         # older execution of the same task can neither start nor end this one.
         executor.submit(
             task,
             lease,
             lambda _, ending: deliver(held, ending),
-            lambda _: self.holdings.claim(held),
+            lambda _: self._claim(held),
         )
+
+    def _claim(self, held: Held) -> bool:
+        """Let the execution of ``held`` begin, unless it was given up meanwhile."""
+        if not self.holdings.claim(held):
+            return False
+        telling.started(held, self.app.hooks)
+        return True
 
     def describe(self) -> WorkerInfo:
         """This worker as the registry shows it."""
@@ -335,3 +376,25 @@ class Worker:
                 signal.signal(sig, handler)
 
         return restore
+
+
+def untakeable(
+    functions: Iterable[TaskFunction[Any, Any]], topics: list[str], tags: frozenset[str]
+) -> list[str]:
+    """Why each of ``functions`` can never run on a worker of ``topics`` and
+    ``tags`` (tags are requirements: a task runs only where every one is)."""
+    found = []
+    for function in sorted(functions, key=lambda f: f.name):
+        config = function.config
+        if config.topic not in topics:
+            found.append(
+                f"task {config.name} (topic {config.topic!r}) never runs on this worker, "
+                f"which serves topics {','.join(topics)}: add it to --topics, or run "
+                "another worker for it"
+            )
+        elif missing := sorted(config.tags - tags):
+            found.append(
+                f"task {config.name} requires tags {','.join(missing)} that this worker "
+                f"lacks: it waits for a worker started with --tags {','.join(sorted(config.tags))}"
+            )
+    return found

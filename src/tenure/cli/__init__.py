@@ -1,0 +1,125 @@
+"""The ``tenure`` command (also ``python -m tenure``): run workers and the
+scheduler, and look at and manage the tasks of a store from a shell.
+
+Every command takes ``--url`` (default ``$TENURE_URL``, then ``url`` in
+``[tool.tenure]`` of pyproject.toml, else ``sqlite:///tenure.db``). A mistake gets
+one line on stderr and exit code 2; a failure (the store unreachable, a task
+not found) one line and exit code 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import re
+import sys
+from collections.abc import Sequence
+from typing import NoReturn, cast
+
+from tenure import __version__
+from tenure.cli import commands, serve, settings
+from tenure.cli.output import console, error, short_id, task_json, task_table
+from tenure.errors import ConfigError, InvalidInput, TenureError
+from tenure.loading import AppImportError
+from tenure.store import open_store
+
+__all__ = ["console", "main", "short_id", "task_json", "task_table"]
+
+USAGE, FAILURE = 2, 1
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, answering a mistake with one line (and a suggestion) instead of
+    the usage text."""
+
+    def error(self, message: str) -> NoReturn:
+        error(f"{self.prog}: {message}", _suggestion(message) or f"see {self.prog} --help")
+        raise SystemExit(USAGE)
+
+
+def _suggestion(message: str) -> str | None:
+    """``did you mean …?`` for an invalid choice close to a valid one."""
+    found = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+    if found is None:
+        return None
+    choices = re.findall(r"'([^']*)'", found.group(2))
+    close = difflib.get_close_matches(found.group(1), choices, n=1)
+    return f"did you mean {close[0]!r}?" if close else None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the process exit code."""
+    try:
+        return _dispatch(build_parser().parse_args(argv))
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else USAGE
+    except TenureError as exc:
+        return _report(exc)
+    except KeyboardInterrupt:
+        return 130
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    if args.run is None:  # long-running commands open their App's store themselves
+        return int(args.serve(args))
+    with open_store(args.url) as store:
+        return int(args.run(store, args))
+
+
+def _report(exc: TenureError) -> int:
+    """One line for ``exc`` (after the traceback of an error in the user's module);
+    the exit code: 2 for a mistake in the command or its settings, 1 otherwise."""
+    if isinstance(exc, AppImportError):
+        print(exc.traceback, end="", file=sys.stderr)
+    error(str(exc))
+    return USAGE if isinstance(exc, ConfigError | InvalidInput) else FAILURE
+
+
+def build_parser() -> Parser:
+    """The whole command line, its defaults layered from the environment and
+    ``[tool.tenure]`` (see :mod:`tenure.cli.settings`)."""
+    parser = Parser(
+        prog="tenure",
+        description=(__doc__ or "").splitlines()[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"tenure {__version__}")
+    parser.add_argument("--url", help="store URL (default: $TENURE_URL, else sqlite:///tenure.db)")
+    # Subcommands are Parsers too (argparse makes them of the parent's class).
+    subcommands = cast(
+        "argparse._SubParsersAction[argparse.ArgumentParser]",
+        parser.add_subparsers(required=True, metavar="COMMAND"),
+    )
+    # --url is accepted after the command too (tenure worker --app m:app --url ...).
+    url_too = argparse.ArgumentParser(add_help=False)
+    url_too.add_argument("--url", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    layered = [parser, *serve.add(subcommands, url_too)]
+    commands.add(subcommands, url_too)
+    _add_completion(subcommands, parser)
+    settings.apply(layered)
+    return parser
+
+
+def _add_completion(
+    subcommands: argparse._SubParsersAction[argparse.ArgumentParser],
+    parser: argparse.ArgumentParser,
+) -> None:
+    completion = subcommands.add_parser(
+        "completion",
+        help="print a shell completion script",
+        description='Print a completion script: eval "$(tenure completion bash)", or '
+        "tenure completion zsh > ~/.zfunc/_tenure.",
+    )
+    completion.add_argument("shell", choices=("bash", "zsh", "tcsh"), type=str.lower)
+
+    def print_script(args: argparse.Namespace) -> int:
+        import shtab  # noqa: PLC0415 - only this command needs it
+
+        print(shtab.complete(parser, shell=args.shell))
+        return 0
+
+    completion.set_defaults(run=None, serve=print_script)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

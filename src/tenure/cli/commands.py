@@ -1,0 +1,149 @@
+"""The ``tenure`` commands that read or change the store: list, show, cancel and
+retry tasks; list workers and unique locks; migrate the schema."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+
+from rich import box
+from rich.table import Table
+
+from tenure.cli.output import console, error, task_json, task_table
+from tenure.store import Store, TaskFilter
+from tenure.store.url import describe_url, resolve_url
+from tenure.store.validate import status as parse_status
+
+Run = Callable[[Store, argparse.Namespace], int]
+
+
+def add(
+    subcommands: argparse._SubParsersAction[argparse.ArgumentParser],
+    url_too: argparse.ArgumentParser,
+) -> None:
+    """Add the store commands to ``subcommands``."""
+
+    def command(name: str, helptext: str, run: Run) -> argparse.ArgumentParser:
+        parser: argparse.ArgumentParser = subcommands.add_parser(
+            name,
+            help=helptext,
+            description=helptext[0].upper() + helptext[1:] + ".",
+            parents=[url_too],
+            formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        )
+        parser.set_defaults(run=run)
+        return parser
+
+    command("workers", "list live workers", _workers)
+    command("locks", "list held unique locks", _locks)
+    command("migrate", "create or update the store's schema", _migrate)
+    tasks = command("tasks", "list tasks", _list)
+    tasks.add_argument("--status", help="pending, running, snoozed, done, failed or cancelled")
+    tasks.add_argument("--topic", help="only tasks of this topic")
+    tasks.add_argument("--group", help="only tasks of this group id")
+    tasks.add_argument("--limit", type=int, default=50, help="most tasks shown")
+    command("show", "show one task as JSON", _show).add_argument("task_id", help="the task's id")
+    command("cancel", "cancel a task", _cancel).add_argument("task_id", help="the task's id")
+    command("retry", "retry a failed or cancelled task", _retry).add_argument(
+        "task_id", help="the task's id"
+    )
+    _add_bench(subcommands)
+
+
+def _add_bench(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    bench = subcommands.add_parser("bench", help="measure throughput and latency of each store")
+    bench.add_argument("--stores", type=_csv, default=["sqlite", "postgres"], help="a,b")
+    bench.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    bench.add_argument("--repeat", type=int, default=3, help="runs of each measurement")
+    bench.add_argument("--output", default="benchmarks/results/latest.json", help="JSON path")
+    bench.add_argument(
+        "--postgres-url",
+        help="server for a throwaway database (default: $TENURE_BENCH_POSTGRES_URL, else local)",
+    )
+    bench.set_defaults(run=None, serve=run_bench)
+
+
+def _csv(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    """``tenure bench``: run the benchmark suite (``tenure.bench``)."""
+    from tenure.bench.suite import Options, run  # noqa: PLC0415 - loaded only when asked for
+
+    options = Options(args.stores, args.quick, args.repeat, args.output, args.postgres_url)
+    run(options, console)
+    return 0
+
+
+def where(args: argparse.Namespace) -> str:
+    """The store a command used, as the user should read it (absolute SQLite path,
+    no password): a relative SQLite URL names a different file in each folder."""
+    return describe_url(resolve_url(args.url))
+
+
+def _workers(store: Store, _: argparse.Namespace) -> int:
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    for column in ("id", "topics", "pool", "held", "started", "last seen"):
+        table.add_column(column, no_wrap=True)
+    for info in store.worker_list():
+        table.add_row(
+            info.id,
+            ",".join(info.topics),
+            f"{info.pool}x{info.concurrency}",
+            str(info.held),
+            f"{info.started_at:%Y-%m-%d %H:%M:%S}" if info.started_at else "",
+            f"{info.last_seen:%H:%M:%S}" if info.last_seen else "",
+        )
+    console.print(table)
+    return 0
+
+
+def _locks(store: Store, _: argparse.Namespace) -> int:
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    for column in ("key", "task", "lock", "since", "expires"):
+        table.add_column(column, no_wrap=True)
+    for lock in store.unique_lock_list():
+        table.add_row(
+            lock.key[:16],
+            lock.task_id,
+            lock.lock,
+            f"{lock.created_at:%Y-%m-%d %H:%M:%S}",
+            f"{lock.expires_at:%Y-%m-%d %H:%M:%S}",
+        )
+    console.print(table)
+    return 0
+
+
+def _migrate(store: Store, _: argparse.Namespace) -> int:
+    # Opening a store applies its migrations; reaching here means the schema is current.
+    console.print(f"schema of {store!r} is up to date")
+    return 0
+
+
+def _list(store: Store, args: argparse.Namespace) -> int:
+    status = None if args.status is None else parse_status(args.status)
+    filters = TaskFilter(topic=args.topic, status=status, group_id=args.group)
+    tasks = store.task_list(filters, limit=args.limit).tasks
+    console.print(task_table(tasks, short=False, caption=f"{len(tasks)} tasks in {where(args)}"))
+    return 0
+
+
+def _show(store: Store, args: argparse.Namespace) -> int:
+    task = store.task_get(args.task_id)
+    if task is None:
+        error(f"no task with id {args.task_id!r} in {where(args)}")
+        return 1
+    console.print_json(json.dumps(task_json(task)))
+    return 0
+
+
+def _cancel(store: Store, args: argparse.Namespace) -> int:
+    console.print(task_table([store.task_cancel(args.task_id)]))
+    return 0
+
+
+def _retry(store: Store, args: argparse.Namespace) -> int:
+    console.print(task_table([store.task_retry(args.task_id)]))
+    return 0

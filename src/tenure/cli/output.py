@@ -1,0 +1,82 @@
+"""How the ``tenure`` command prints: one console, the task table, plain JSON, and
+one line per mistake."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from tenure.task import Task
+
+console = Console()
+errors = Console(stderr=True, highlight=False, soft_wrap=True)
+
+STATUS_STYLE = {
+    "pending": "yellow",
+    "running": "cyan",
+    "snoozed": "magenta",
+    "done": "green",
+    "failed": "red",
+    "cancelled": "dim",
+}
+
+
+def error(message: str, hint: str | None = None) -> None:
+    """One line on stderr for a mistake or a failure (and a hint, when one helps)."""
+    line = f"[red]error:[/red] {_escape(message)}"
+    if hint:
+        line += f" [dim]({_escape(hint)})[/dim]"
+    errors.print(line)
+
+
+def _escape(text: str) -> str:
+    return text.replace("[", "\\[")
+
+
+def short_id(task_id: str) -> str:
+    """The distinctive tail of an id: generated ids begin with a shared timestamp."""
+    return task_id if len(task_id) <= 12 else "…" + task_id[-8:]
+
+
+def task_table(
+    tasks: Sequence[Task],
+    title: str | None = None,
+    *,
+    short: bool = True,
+    caption: str | None = None,
+) -> Table:
+    """A rich table of tasks, one row each."""
+    table = Table(title=title, caption=caption, box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("id", no_wrap=True, min_width=9 if short else 36)
+    for column in ("topic", "name"):
+        table.add_column(column, no_wrap=True, overflow="ellipsis", min_width=8)
+    table.add_column("status", no_wrap=True, min_width=9)
+    table.add_column("pri", justify="right", no_wrap=True, min_width=3)
+    table.add_column("att", no_wrap=True, min_width=3)
+    table.add_column("assignee", no_wrap=True, overflow="ellipsis", min_width=8)
+    table.add_column("result", no_wrap=True, overflow="ellipsis", min_width=8)
+    for task in tasks:
+        style = STATUS_STYLE[task.status]
+        table.add_row(
+            short_id(task.id) if short else task.id,
+            task.topic,
+            task.name,
+            f"[{style}]{task.status}[/{style}]",
+            str(task.priority),
+            f"{task.attempts}/{task.max_attempts}",
+            task.assignee or "",
+            "" if task.result is None else json.dumps(task.result),
+        )
+    return table
+
+
+def task_json(task: Task) -> dict[str, object]:
+    """A task as plain JSON-able values."""
+    fields = {name: getattr(task, name) for name in Task.__dataclass_fields__}
+    fields["tags"] = sorted(task.tags)
+    fields["error"] = None if task.error is None else task.error.to_json()
+    return {k: v.isoformat() if hasattr(v, "isoformat") else v for k, v in fields.items()}

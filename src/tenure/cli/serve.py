@@ -1,0 +1,174 @@
+"""``tenure worker`` and ``tenure scheduler``: the long-running commands, which load
+the user's App and log instead of printing."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import threading
+from typing import Any
+
+from tenure import logs
+from tenure.app import App
+from tenure.loading import load_app
+from tenure.maintenance.scheduler import DEFAULT_RETENTION
+
+
+def add(
+    subcommands: argparse._SubParsersAction[argparse.ArgumentParser],
+    url_too: argparse.ArgumentParser,
+) -> list[argparse.ArgumentParser]:
+    """Add both commands; returns their parsers (their settings are layered)."""
+    running = argparse.ArgumentParser(add_help=False)
+    running.add_argument(
+        "--app", required=True, help="module:attribute of your tenure.App, e.g. tasks:app"
+    )
+    running.add_argument(
+        "--log-level",
+        type=str.lower,
+        choices=logs.LEVELS,
+        default="info",
+        help="least severe log records shown",
+    )
+    running.add_argument(
+        "--log-format",
+        type=str.lower,
+        choices=logs.FORMATS,
+        default="text",
+        help="text lines, or one JSON object per line for log pipelines",
+    )
+    scheduling = _scheduling_options()
+    worker = subcommands.add_parser(
+        "worker",
+        help="run a worker for an App's tasks",
+        description="Reserve and run the App's tasks until SIGTERM or SIGINT.",
+        parents=[url_too, running, scheduling],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    _worker_options(worker)
+    worker.set_defaults(run=None, serve=run_worker)
+    scheduler = subcommands.add_parser(
+        "scheduler",
+        help="run only the scheduler (stands by unless elected)",
+        description="Supervise leases, enqueue periodic tasks and prune, while elected.",
+        parents=[url_too, running, scheduling],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    scheduler.set_defaults(run=None, serve=run_scheduler)
+    return [worker, scheduler]
+
+
+def _scheduling_options() -> argparse.ArgumentParser:
+    """The scheduler's settings, wherever it runs (alone, or hosted by a worker)."""
+    scheduling = argparse.ArgumentParser(add_help=False)
+    scheduling.add_argument(
+        "--interval", type=float, default=1.0, help="seconds between scheduler cycles"
+    )
+    scheduling.add_argument(
+        "--leader-lease", type=float, default=10.0, help="seconds a silent scheduler stays leader"
+    )
+    scheduling.add_argument(
+        "--retention",
+        type=float,
+        default=DEFAULT_RETENTION,
+        help="seconds finished tasks and events are kept",
+    )
+    return scheduling
+
+
+def _worker_options(worker: argparse.ArgumentParser) -> None:
+    worker.add_argument(
+        "--topics",
+        type=csv,
+        help="comma-separated topics to serve (default: those of the App's tasks)",
+    )
+    worker.add_argument("--concurrency", type=int, default=4, help="tasks run at once")
+    worker.add_argument(
+        "--prefetch",
+        type=int,
+        default=None,
+        help="tasks reserved beyond running ones (default: follows the work)",
+    )
+    worker.add_argument(
+        "--pool",
+        type=str.lower,
+        choices=("threads", "processes", "async"),
+        default="threads",
+        help="where task bodies run (async def tasks run "
+        "on any pool; async is best for many concurrent I/O-bound ones)",
+    )
+    worker.add_argument(
+        "--tags",
+        type=csv,
+        default=[],
+        help="comma-separated capabilities "
+        "this worker has; a task runs only where all its tags are",
+    )
+    worker.add_argument(
+        "--lease",
+        type=float,
+        default=30.0,
+        help="seconds a task stays reserved without a keepalive",
+    )
+    worker.add_argument(
+        "--grace", type=float, default=30.0, help="seconds running tasks get to finish at shutdown"
+    )
+    worker.add_argument(
+        "--poll",
+        type=float,
+        default=1.0,
+        help="seconds between looks for work when idle and not woken",
+    )
+    worker.add_argument(
+        "--no-scheduler", action="store_true", help="never host the scheduler in this worker"
+    )
+
+
+def csv(text: str) -> list[str]:
+    """``a, b,c`` as ``["a", "b", "c"]``."""
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _served_app(args: argparse.Namespace) -> App:
+    logs.configure(args.log_level, args.log_format)
+    app = load_app(args.app)
+    if args.url:
+        app.use(args.url)
+    return app
+
+
+def run_scheduler(args: argparse.Namespace) -> int:
+    """``tenure scheduler``: stand by, and run the cycle while elected, until a signal."""
+    scheduler = _served_app(args).scheduler(**_scheduling(args))
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    scheduler.run(stop)
+    return 0
+
+
+def run_worker(args: argparse.Namespace) -> int:
+    """``tenure worker``: load the App, point it at ``--url``, run until stopped."""
+    app = _served_app(args)
+    worker = app.worker(
+        topics=args.topics,
+        concurrency=args.concurrency,
+        prefetch=args.prefetch,
+        pool=args.pool,
+        tags=args.tags,
+        lease=args.lease,
+        grace=args.grace,
+        poll_interval=args.poll,
+        scheduler=not args.no_scheduler,
+        scheduler_options=_scheduling(args),
+    )
+    exit_code: int = worker.run()
+    return exit_code
+
+
+def _scheduling(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "interval": args.interval,
+        "leader_lease": args.leader_lease,
+        "retention": args.retention,
+    }

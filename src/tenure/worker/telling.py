@@ -1,0 +1,142 @@
+"""Tells what became of each execution: one log line that says what happened, in
+its words and at its level, and the App's hooks.
+
+A failure is a WARNING while the task will be tried again and an ERROR when it
+has failed for good, with the exception's type, message and traceback (the
+record's ``traceback`` attribute; the ``tenure`` command's formatters print it).
+A requested retry, a snooze and a cancellation are not failures and are told as
+what they are.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from tenure.errors import TenureError
+from tenure.hooks import HookKind, Hooks, Outcome
+from tenure.store import Store
+from tenure.store.types import TaskState
+from tenure.task import Status, Task
+from tenure.worker.held import Held
+from tenure.worker.runner import Ending, Raised, Snoozed, Succeeded
+
+log = logging.getLogger("tenure.worker")
+
+REQUESTED_RETRY = "Retry"
+"""The error type of an attempt that ended by ``raise tenure.Retry(...)``."""
+
+
+def fields(task: Task, **more: Any) -> dict[str, Any]:
+    """The record attributes of a task's log line (see :mod:`tenure.logs`)."""
+    return {
+        "task_id": task.id,
+        "task_name": task.name,
+        "topic": task.topic,
+        "attempt": task.attempts,
+        **more,
+    }
+
+
+def started(held: Held, hooks: Hooks) -> None:
+    """The execution of ``held`` begins."""
+    task = held.task
+    log.info(
+        "task %s %s attempt=%d/%d started",
+        task.id,
+        task.name,
+        task.attempts,
+        task.max_attempts,
+        extra=fields(task, status="running"),
+    )
+    if hooks:
+        hooks.fire(Outcome("started", task))
+
+
+def ended(held: Held, ending: Ending, state: TaskState, delay: float | None, hooks: Hooks) -> None:
+    """The store accepted ``ending``; the task is now ``state.status``."""
+    task, duration = held.task, round(time.monotonic() - held.started, 6)
+    head = f"task {task.id} {task.name} attempt={task.attempts}/{task.max_attempts}"
+    extra = fields(task, duration=duration, status=str(state.status))
+    kind: HookKind
+    if isinstance(ending, Succeeded):
+        kind = "succeeded"
+        log.info("%s succeeded in %.3fs", head, duration, extra=extra)
+    elif isinstance(ending, Snoozed):
+        kind, delay = "snoozed", ending.seconds
+        log.info("%s snoozed for %gs (no attempt spent)", head, ending.seconds, extra=extra)
+    else:
+        kind = "failed" if state.status is Status.FAILED else "retrying"
+        _failure(head, ending, kind, delay, extra)
+    if hooks:
+        error = ending.error if isinstance(ending, Raised) else None
+        result = ending.result if isinstance(ending, Succeeded) else None
+        hooks.fire(Outcome(kind, task, error, result, delay, duration))
+
+
+def _failure(
+    head: str, ending: Raised, kind: HookKind, delay: float | None, extra: dict[str, Any]
+) -> None:
+    error = ending.error
+    extra = {**extra, "error": f"{error.type}: {error.message}"}
+    if error.type == REQUESTED_RETRY:
+        if kind == "retrying":
+            log.info(
+                "%s asked to retry (%s); next attempt in %.1fs",
+                head,
+                error.message,
+                delay or 0.0,
+                extra=extra,
+            )
+        else:
+            log.error("%s asked to retry, but no attempts are left: failed", head, extra=extra)
+        return
+    extra["traceback"] = error.traceback or None
+    if kind == "retrying":
+        log.warning(
+            "%s failed: %s: %s; retrying in %.1fs",
+            head,
+            error.type,
+            error.message,
+            delay or 0.0,
+            extra=extra,
+        )
+    else:
+        why = "it cannot succeed on retry" if ending.final else "no attempts left"
+        log.error(
+            "%s failed for good (%s): %s: %s", head, why, error.type, error.message, extra=extra
+        )
+
+
+def discarded(held: Held, refusal: TenureError, status: Status | None, hooks: Hooks) -> None:
+    """An ending (or a keepalive) of ``held`` was refused: its lease is gone.
+    ``status`` is the task's status now, if known."""
+    task = held.task
+    head = f"task {task.id} {task.name} attempt={task.attempts}/{task.max_attempts}"
+    if status is Status.CANCELLED:
+        log.info(
+            "%s was cancelled; its execution is stopped and any ending ignored",
+            head,
+            extra=fields(task, status=str(status)),
+        )
+        if hooks:
+            hooks.fire(Outcome("cancelled", task))
+        return
+    log.warning(
+        "%s lost its lease (%s): another worker may hold it now; this execution is "
+        "stopped and its ending ignored",
+        head,
+        refusal,
+        extra=fields(task, error=str(refusal)),
+    )
+
+
+def status_now(store: Store, task_id: str) -> Status | None:
+    """The task's status in the store, or ``None`` if it cannot be read now (only
+    asked after a refused write, to tell a cancellation from a lost lease)."""
+    try:
+        task = store.task_get(task_id)
+    except TenureError:
+        return None
+    return None if task is None else task.status
