@@ -91,7 +91,8 @@ class Middleware:
     def execute(self, task: Task) -> AbstractContextManager[object]:
         """A context manager entered around the execution of ``task``; an
         exception raised by the function (``Retry`` and ``Snooze`` too) passes
-        through its ``__exit__``. Async functions run inside it as well."""
+        through its ``__exit__`` (one that suppresses it makes the attempt
+        succeed with ``None``). Async functions run inside it as well."""
         return nullcontext()
 
 
@@ -108,6 +109,9 @@ def task_headers(middleware: list[Middleware], name: str) -> dict[str, str]:
 @contextmanager
 def executing(middleware: list[Middleware], task: Task) -> Iterator[None]:
     """Every middleware's ``execute`` context, the first added outermost."""
+    if not middleware:
+        yield
+        return
     with ExitStack() as stack:
         for each in middleware:
             stack.enter_context(each.execute(task))

@@ -52,6 +52,19 @@ async def async_add(a: int, b: int) -> int:
 
 
 @app.task(topic="basic")
+async def async_whoami() -> dict[str, Any]:
+    """Says which process, thread and lease ran it, asked from inside a coroutine."""
+    await asyncio.sleep(0)
+    current = tenure.current()
+    return {
+        "pid": os.getpid(),
+        "thread": threading.current_thread().name,
+        "token": current.fencing_token,
+        "attempt": current.attempt,
+    }
+
+
+@app.task(topic="basic")
 def whoami() -> dict[str, Any]:
     current = tenure.current()
     return {"pid": os.getpid(), "token": current.fencing_token, "attempt": current.attempt}

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+
+import psycopg
+import pytest
 
 from tenure import Lease, Status, Task
 from tenure.retry import Backoff
@@ -13,8 +18,30 @@ from tenure.store.postgres.backend import PostgresStore
 from tenure.worker.completer import Completer
 from tenure.worker.held import Held, Holdings
 from tenure.worker.runner import Succeeded
+from tests.conftest import POSTGRES_URL, _with_database
 
-NOWHERE = "postgresql://postgres@127.0.0.1:1/none?connect_timeout=1"
+
+@pytest.fixture
+def doomed(postgres_url: str) -> Iterator[tuple[str, Callable[[], None]]]:
+    """A throwaway database, and a function that makes it stop taking connections
+    and drop those it had: a store opened on it can no longer reach it."""
+    dbname = f"tenure_doomed_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{dbname}"')
+
+    def shut() -> None:
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+            admin.execute(f'ALTER DATABASE "{dbname}" ALLOW_CONNECTIONS false')
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
+                (dbname,),
+            )
+
+    try:
+        yield _with_database(POSTGRES_URL, dbname), shut
+    finally:
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
 
 
 def held_task(task_id: str) -> Held:
@@ -23,8 +50,12 @@ def held_task(task_id: str) -> Held:
     return Held(task, Lease(task_id, "w", 2))
 
 
-def test_an_unreachable_store_is_given_up_on_when_told() -> None:
-    store = PostgresStore(NOWHERE, migrate=False, pool_timeout=0.2)  # a real, unreachable server
+def test_an_unreachable_store_is_given_up_on_when_told(
+    doomed: tuple[str, Callable[[], None]],
+) -> None:
+    url, shut = doomed
+    store = PostgresStore(url, pool_timeout=0.2)  # a real server ...
+    shut()  # ... that no longer lets the store in
     holdings, give_up = Holdings(), threading.Event()
     completer = Completer(store, holdings, lambda _: Backoff(), give_up=give_up)
     completer.start()

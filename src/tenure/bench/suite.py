@@ -19,7 +19,6 @@ from rich.console import Console
 
 from tenure import __version__
 from tenure.bench import (
-    BenchError,
     drain,
     enqueue,
     limit,
@@ -33,6 +32,7 @@ from tenure.bench.config import FULL, QUICK, Plan, Sizes
 from tenure.bench.metrics import Metric
 from tenure.bench.processes import WORKER_OPTIONS, worker_argv
 from tenure.bench.target import Target
+from tenure.errors import ConfigError
 
 STORES = ("sqlite", "postgres")
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -97,10 +97,10 @@ def _wide_enough(console: Console) -> Console:
 
 def _check(options: Options) -> None:
     if options.repeat < 1:
-        raise BenchError("--repeat must be 1 or more")
+        raise ConfigError("--repeat must be 1 or more")
     unknown = set(options.stores) - set(STORES)
     if unknown or not options.stores:
-        raise BenchError(f"--stores takes some of {', '.join(STORES)}, not {sorted(unknown)}")
+        raise ConfigError(f"--stores takes some of {', '.join(STORES)}, not {sorted(unknown)}")
 
 
 def _header(options: Options, sizes: Sizes) -> dict[str, Any]:
@@ -125,7 +125,7 @@ def _target(name: str, postgres_url: str) -> Target:
     try:
         from tenure.bench.postgres_target import PostgresTarget  # noqa: PLC0415
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
-        raise BenchError("PostgreSQL needs the extra: pip install 'tenure[postgres]'") from exc
+        raise ConfigError("PostgreSQL needs the extra: pip install 'tenure[postgres]'") from exc
     return PostgresTarget(postgres_url)
 
 

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from tenure.cli.output import console, error, task_json, task_table
 from tenure.store import Store, TaskFilter
+from tenure.store.migrate import migrate_store, migration_sql
 from tenure.store.url import describe_url, resolve_url
 from tenure.store.validate import status as parse_status
 
@@ -37,7 +38,7 @@ def add(
 
     command("workers", "list live workers", _workers)
     command("locks", "list held unique locks", _locks)
-    command("migrate", "create or update the store's schema", _migrate)
+    _add_migrate(subcommands, url_too)
     tasks = command("tasks", "list tasks", _list)
     tasks.add_argument("--status", help="pending, running, snoozed, done, failed or cancelled")
     tasks.add_argument("--topic", help="only tasks of this topic")
@@ -49,6 +50,27 @@ def add(
         "task_id", help="the task's id"
     )
     _add_bench(subcommands)
+
+
+def _add_migrate(
+    subcommands: argparse._SubParsersAction[argparse.ArgumentParser],
+    url_too: argparse.ArgumentParser,
+) -> None:
+    migrate = subcommands.add_parser(
+        "migrate",
+        help="create or update the store's schema",
+        description="Apply the migrations the store lacks and say which; with --sql, "
+        "print them instead, for a DBA to run (psql -v ON_ERROR_STOP=1 -f file).",
+        parents=[url_too],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    migrate.add_argument(
+        "--sql", action="store_true", help="print the SQL of the missing migrations, apply none"
+    )
+    migrate.add_argument(
+        "--all", action="store_true", help="with --sql: every migration, without connecting"
+    )
+    migrate.set_defaults(run=None, serve=_migrate)
 
 
 def _add_bench(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -116,9 +138,20 @@ def _locks(store: Store, _: argparse.Namespace) -> int:
     return 0
 
 
-def _migrate(store: Store, _: argparse.Namespace) -> int:
-    # Opening a store applies its migrations; reaching here means the schema is current.
-    console.print(f"schema of {store!r} is up to date")
+def _migrate(args: argparse.Namespace) -> int:
+    """``tenure migrate``: apply, and name, what the store lacks; or print its SQL."""
+    if args.sql:
+        script = migration_sql(args.url, pending=not args.all)
+        if script:
+            print(script, end="" if script.endswith("\n") else "\n")
+        else:
+            print(f"-- {where(args)} is up to date: nothing to run")
+        return 0
+    applied = migrate_store(args.url)
+    if applied:
+        print(f"applied {', '.join(applied)} to {where(args)}")
+    else:
+        print(f"{where(args)} is up to date")
     return 0
 
 

@@ -1,13 +1,25 @@
 """Turns a store URL into a store: the one place that knows every backend's scheme.
 
-- ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``; query
-  options ``synchronous`` (full, normal, extra) and ``busy_timeout`` (seconds).
-- ``postgresql://user@host:port/dbname`` (needs ``tenure[postgres]``).
+- ``sqlite:///relative/path.db`` (relative to the working directory) or
+  ``sqlite:////absolute/path.db``; query options ``synchronous`` (full,
+  normal, extra) and ``busy_timeout`` (seconds).
+- ``postgresql://user:password@host:port/dbname`` (or ``postgres://``), or a
+  libpq keyword string ``host=… port=… dbname=… user=…`` (needs
+  ``tenure[postgres]``).
+
+A URL written for SQLAlchemy or a Django setting works as it is:
+``postgresql+psycopg://…`` (or ``+psycopg2``, ``sqlite+pysqlite``) names their
+driver, which tenure does not need, so the ``+driver`` part is dropped.
+
+The module also says which store a URL names, for start-up lines
+(:func:`describe_url`).
 """
 
 from __future__ import annotations
 
 import os
+import re
+from typing import Literal
 from urllib.parse import parse_qsl, urlsplit
 
 from tenure.errors import ConfigError
@@ -18,6 +30,16 @@ DEFAULT_URL = "sqlite:///tenure.db"
 
 URL_VARIABLE = "TENURE_URL"
 
+Dialect = Literal["sqlite", "postgresql"]
+
+DIALECT_PACKAGES: dict[Dialect, str] = {
+    "sqlite": "tenure.store.sqlite",
+    "postgresql": "tenure.store.postgres",
+}
+_KEYWORDS = re.compile(r"^\s*[A-Za-z_]+\s*=")
+_KEYWORD_PASSWORD = re.compile(r"(\b(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)")
+_QUERY_PASSWORD = re.compile(r"([?&](?:ssl)?password=)[^&#]*")
+
 
 def resolve_url(url: str | None) -> str:
     """``url``, else ``$TENURE_URL``, else the embedded default."""
@@ -25,19 +47,46 @@ def resolve_url(url: str | None) -> str:
 
 
 def open_store(url: str | None = None, **options: object) -> Store:
-    """Open the store that ``url`` names (see :func:`resolve_url`)."""
-    url = resolve_url(url)
-    scheme = urlsplit(url).scheme
-    if scheme == "sqlite":
+    """Open the store that ``url`` names (see :func:`resolve_url`).
+
+    ``options`` go to the store: ``max_payload_bytes`` for every store; for
+    PostgreSQL also ``migrate``, ``connect_timeout``, ``role`` and the pool's
+    sizes (see :class:`~tenure.store.postgres.backend.PostgresStore`).
+    """
+    dialect, url = parse_url(resolve_url(url))
+    if dialect == "sqlite":
         return _sqlite(url, options)
-    if scheme in ("postgresql", "postgres"):
-        return _postgres(url, options)
-    raise ConfigError(f"unknown store URL scheme {scheme!r} in {redact(url)}")
+    return _postgres(url, options)
 
 
-def _sqlite(url: str, options: dict[str, object]) -> Store:
-    from tenure.store.sqlite.backend import SQLiteStore  # noqa: PLC0415 - opened on demand
+def parse_url(url: str) -> tuple[Dialect, str]:
+    """The dialect ``url`` names and the URL as its backend reads it (the
+    ``+driver`` part of a SQLAlchemy-style scheme dropped).
 
+    Raises :class:`~tenure.errors.ConfigError`, in one line, for anything that
+    is not a store URL.
+    """
+    if "://" not in url and _KEYWORDS.match(url):
+        return "postgresql", url
+    scheme = urlsplit(url).scheme if ":" in url else ""
+    base = scheme.partition("+")[0]
+    rest = url[len(scheme) :]
+    if base == "sqlite":
+        return "sqlite", "sqlite" + rest
+    if base in ("postgresql", "postgres"):
+        return "postgresql", base + rest
+    if not scheme:
+        raise ConfigError(
+            f"not a store URL: {redact(url)!r} (write sqlite:///tenure.db, "
+            "postgresql://user@host:5432/dbname or host=... dbname=... user=...)"
+        )
+    raise ConfigError(
+        f"unknown store URL scheme {scheme!r} in {redact(url)} (tenure knows sqlite and postgresql)"
+    )
+
+
+def sqlite_parts(url: str) -> tuple[str, dict[str, str]]:
+    """The database path and the query options of a ``sqlite:`` URL."""
     parts = urlsplit(url)
     path = parts.path[1:] if parts.path.startswith("/") else parts.path
     if parts.netloc or not path:
@@ -46,6 +95,13 @@ def _sqlite(url: str, options: dict[str, object]) -> Store:
     unknown = set(query) - {"synchronous", "busy_timeout"}
     if unknown:
         raise ConfigError(f"unknown SQLite URL option(s): {', '.join(sorted(unknown))}")
+    return path, query
+
+
+def _sqlite(url: str, options: dict[str, object]) -> Store:
+    from tenure.store.sqlite.backend import SQLiteStore  # noqa: PLC0415 - opened on demand
+
+    path, query = sqlite_parts(url)
     try:
         timeout = float(query.get("busy_timeout", 30.0))
     except (ValueError, OverflowError):
@@ -55,28 +111,48 @@ def _sqlite(url: str, options: dict[str, object]) -> Store:
 
 
 def _postgres(url: str, options: dict[str, object]) -> Store:
-    try:
-        import psycopg  # noqa: F401, PLC0415 - only to tell a missing extra apart
-    except ImportError as exc:  # pragma: no cover - depends on the installed extras
-        raise ConfigError("PostgreSQL needs the extra: pip install 'tenure[postgres]'") from exc
+    need_psycopg()
     from tenure.store.postgres.backend import PostgresStore  # noqa: PLC0415 - optional extra
 
     return PostgresStore(url, **options)  # type: ignore[arg-type]
 
 
+def need_psycopg() -> None:
+    try:
+        import psycopg  # noqa: F401, PLC0415 - only to tell a missing extra apart
+    except ImportError as exc:  # pragma: no cover - depends on the installed extras
+        raise ConfigError("PostgreSQL needs the extra: pip install 'tenure[postgres]'") from exc
+
+
+# -- saying which store --------------------------------------------------------------
+
+
 def redact(url: str) -> str:
-    """``url`` without its password, for messages and logs."""
-    parts = urlsplit(url)
-    if parts.password is None:
+    """``url`` without its password, for messages and logs (a URL's user
+    information and ``password`` option, or a keyword string's ``password``)."""
+    if "://" not in url and _KEYWORDS.match(url):
+        return _KEYWORD_PASSWORD.sub(r"\1***", url)
+    url = _QUERY_PASSWORD.sub(r"\1***", url)
+    try:
+        password = urlsplit(url).password
+    except ValueError:  # a malformed netloc (an unclosed "[", a bad port)
         return url
-    return url.replace(f":{parts.password}@", ":***@", 1)
+    if password is None:
+        return url
+    return url.replace(f":{password}@", ":***@", 1)
 
 
-def describe_url(url: str) -> str:
-    """``url`` as a user should read it: no password, and a SQLite path made
-    absolute (a relative one names a different file in each working directory)."""
-    parts = urlsplit(url)
-    if parts.scheme == "sqlite" and not parts.path.startswith("//"):
-        path = os.path.abspath(parts.path[1:] if parts.path.startswith("/") else parts.path)
-        return f"sqlite:///{path}" + (f"?{parts.query}" if parts.query else "")
+def describe_url(url: str | None = None) -> str:
+    """The store ``url`` names (see :func:`resolve_url`), as a start-up line
+    should show it: no password, and a SQLite path made absolute (a relative
+    one names a different file in each working directory)."""
+    url = resolve_url(url)
+    try:
+        dialect, parsed = parse_url(url)
+        if dialect == "sqlite":
+            path, _ = sqlite_parts(parsed)
+            query = urlsplit(parsed).query
+            return f"sqlite:///{os.path.abspath(path)}" + (f"?{query}" if query else "")
+    except ConfigError:
+        pass  # not a store URL: shown as written, as an error will show it
     return redact(url)

@@ -27,6 +27,9 @@ log = logging.getLogger("tenure.worker")
 
 BATCH = 500
 RETRY_PAUSE = 0.5
+"""Seconds before the first retry of a write the store did not take; each further
+failure doubles it, up to ``RETRY_PAUSE_MAX``."""
+RETRY_PAUSE_MAX = 8.0
 
 BackoffOf = Callable[[str], Backoff]
 Told = tuple[Held, Ending, float | None]
@@ -129,13 +132,19 @@ class Completer:
     def _persist(self, items: list[Told], write: Callable[[], list[StateOutcome]]) -> None:
         """Write until the store answers: an ending is never dropped for a passing
         outage; each held task is forgotten once its ending's fate is known."""
+        pause = RETRY_PAUSE
         while True:
             try:
                 outcomes = write()
                 break
             except StoreUnavailable as exc:
-                log.warning("store unavailable while writing %d endings: %s", len(items), exc)
-                if self.give_up.wait(RETRY_PAUSE):
+                log.warning(
+                    "store unavailable while writing %d endings (%s); retrying in %gs",
+                    len(items),
+                    exc,
+                    pause,
+                )
+                if self.give_up.wait(pause):
                     log.error(
                         "%d endings not written: their tasks run again after their leases lapse",
                         len(items),
@@ -143,6 +152,7 @@ class Completer:
                     for held, _, _ in items:
                         self.holdings.drop(held)
                     return
+                pause = min(pause * 2, RETRY_PAUSE_MAX)
         for (held, ending, delay), outcome in zip(items, outcomes, strict=True):
             if isinstance(outcome, TenureError):
                 status = telling.status_now(self.store, held.task.id)

@@ -2,15 +2,18 @@
 
 The worker's control plane (reserving, keepalive, completing) is the same for
 all three; an executor only starts an execution, reports its ending through
-``deliver``, and abandons it on request: a child process is killed, an asyncio
-task is cancelled, a thread cannot be stopped, so its ending is ignored (the
-worker discards endings of executions it abandoned).
+``deliver``, and abandons it on request: a child process is killed, a coroutine
+is cancelled (on the async pool's loop or on its pool thread's own), a sync
+function in a thread cannot be stopped, so its ending is ignored (the worker
+discards endings of executions it abandoned). Every pool runs ``async def``
+tasks; only the async pool runs many of them at once on one thread.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import multiprocessing
 import queue
 import threading
@@ -23,7 +26,8 @@ from typing import TYPE_CHECKING, Protocol
 from tenure.errors import ConfigError
 from tenure.store.types import Lease
 from tenure.task import Task, TaskError
-from tenure.worker.runner import Ending, Raised, run_async, run_sync
+from tenure.worker.loops import Cancellation, ThreadLoop
+from tenure.worker.runner import Ending, Raised, is_coroutine_task, run_async, run_in_thread
 
 if TYPE_CHECKING:
     from tenure.app import App
@@ -37,10 +41,16 @@ START_LIMIT = 120.0
 CLOSE_GRACE = 5.0
 """Seconds idle pool children get to exit when the pool closes."""
 
+CANCEL_GRACE = 1.0
+"""Seconds a cancelled coroutine on the thread pool gets to end before its thread
+is given up for stuck (it blocks its loop, or ignores the cancellation) and a
+new thread takes its place."""
+
 Deliver = Callable[[str, Ending], None]
 Claim = Callable[[str], bool]
 """Asked just before an execution begins; ``False`` means skip it (the task was
 released or abandoned while it waited)."""
+Job = tuple[Task, Lease, Deliver, Claim]
 
 
 class Executor(Protocol):
@@ -56,55 +66,119 @@ class Executor(Protocol):
 class ThreadExecutor:
     """A pool of long-lived threads, one execution at a time each.
 
-    A thread cannot be stopped: an abandoned execution runs on, unheard (the
-    worker discards its ending), and a new thread takes its place at once, so
-    abandonment never shrinks the pool. Reusing threads spares each task the
-    cost of starting one.
+    A sync function cannot be stopped: an abandoned execution runs on, unheard
+    (the worker discards its ending), and a new thread takes its place at once,
+    so abandonment never shrinks the pool. An ``async def`` function runs on its
+    thread's own event loop (see ``loops``) and is cancelled when abandoned; its
+    thread serves the next task once the coroutine has unwound, or is replaced
+    like a stuck one if it has not within ``cancel_grace`` seconds. Reusing
+    threads (and their loops) spares each task the cost of starting one.
     """
 
-    def __init__(self, app: App, slots: int) -> None:
+    def __init__(self, app: App, slots: int, cancel_grace: float = CANCEL_GRACE) -> None:
         self.app = app
-        self._jobs: queue.SimpleQueue[tuple[Task, Lease, Deliver, Claim]] = queue.SimpleQueue()
+        self._cancel_grace = cancel_grace
+        self._jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
-        self._running: dict[str, threading.Thread] = {}
+        self._running: dict[str, tuple[threading.Thread, Cancellation | None]] = {}
+        self._serving: set[threading.Thread] = set()  # threads that take new jobs
         self._replaced: set[threading.Thread] = set()  # threads to end after their task
+        self._cancelling: dict[threading.Thread, Cancellation] = {}
+        self._numbers = itertools.count(1)
+        self._closed = False
         for _ in range(slots):
             self._spawn()
 
     def _spawn(self) -> None:
-        threading.Thread(target=self._work, name="tenure-task", daemon=True).start()
+        with self._lock:
+            if self._closed:
+                return
+            thread = threading.Thread(
+                target=self._work, name=f"tenure-task-{next(self._numbers)}", daemon=True
+            )
+            self._serving.add(thread)
+        thread.start()
 
     def submit(self, task: Task, lease: Lease, deliver: Deliver, claim: Claim) -> None:
         self._jobs.put((task, lease, deliver, claim))
 
     def _work(self) -> None:
         me = threading.current_thread()
-        while True:
-            task, lease, deliver, claim = self._jobs.get()
-            with self._lock:
-                self._running[task.id] = me
-            ending = run_sync(self.app, task, lease) if claim(task.id) else None
-            with self._lock:
-                self._running.pop(task.id, None)
-                replaced = me in self._replaced
-                self._replaced.discard(me)
-            if ending is not None:
-                deliver(task.id, ending)
-            if replaced:  # abandoned: a new thread has taken this one's place
-                return
+        loop = ThreadLoop()
+        try:
+            while (job := self._jobs.get()) is not None:
+                if not self._run_one(me, loop, job):
+                    return
+        finally:
+            loop.close()
+
+    def _run_one(self, me: threading.Thread, loop: ThreadLoop, job: Job) -> bool:
+        """Run one job; ``False`` once this thread has been replaced and must end."""
+        task, lease, deliver, claim = job
+        cancellation = Cancellation() if is_coroutine_task(self.app, task) else None
+        with self._lock:
+            self._running[task.id] = (me, cancellation)
+        ending = None
+        if claim(task.id):
+            ending = run_in_thread(self.app, task, lease, loop, cancellation)
+        with self._lock:
+            if self._running.get(task.id, (None, None))[0] is me:
+                del self._running[task.id]
+            self._cancelling.pop(me, None)
+            replaced = me in self._replaced
+            self._replaced.discard(me)
+        if ending is not None:
+            deliver(task.id, ending)
+        return not replaced
 
     def abandon(self, task_id: str) -> None:
-        """Let a running execution go on unheard, and give the pool a new thread.
-        (One still waiting is skipped: its claim fails.)"""
+        """Cancel a running coroutine; let a running sync execution go on
+        unheard, and give the pool a new thread. (One still waiting is skipped:
+        its claim fails.)"""
         with self._lock:
-            thread = self._running.pop(task_id, None)
-            if thread is None:
+            running = self._running.pop(task_id, None)
+            if running is None:
                 return
-            self._replaced.add(thread)
+            thread, cancellation = running
+            if cancellation is None:
+                self._replace(thread)
+            else:
+                cancellation.cancel()
+                self._cancelling[thread] = cancellation
+        if cancellation is None:
+            self._spawn()
+            return
+        timer = threading.Timer(self._cancel_grace, self._replace_if_stuck, (thread, cancellation))
+        timer.name, timer.daemon = f"{thread.name}-cancelled", True
+        timer.start()
+
+    def _replace(self, thread: threading.Thread) -> None:
+        """Mark ``thread`` to end after its execution (hold the lock)."""
+        self._replaced.add(thread)
+        self._serving.discard(thread)
+
+    def _replace_if_stuck(self, thread: threading.Thread, cancellation: Cancellation) -> None:
+        """Give the pool a new thread if ``thread`` still runs its cancelled coroutine."""
+        with self._lock:
+            if self._cancelling.get(thread) is not cancellation:
+                return  # it has ended, and the thread serves again
+            del self._cancelling[thread]
+            self._replace(thread)
         self._spawn()
 
     def close(self) -> None:
-        """Threads are daemons; nothing to wait for."""
+        """End the threads, closing their event loops: idle ones at once, one
+        unwinding a cancelled coroutine once it has; wait for those at most the
+        cancel grace. Threads left running an abandoned sync function, or stuck
+        in a coroutine, end after it (they are daemons: nothing waits for them)."""
+        with self._lock:
+            self._closed = True
+            threads = list(self._serving)
+        for _ in threads:
+            self._jobs.put(None)
+        deadline = time.monotonic() + self._cancel_grace
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
 
 
 class AsyncExecutor:
@@ -306,13 +380,16 @@ def child_main(app_path: str, conn: Connection) -> None:
     from tenure.loading import load_app  # noqa: PLC0415 - runs in a fresh interpreter
 
     app = load_app(app_path)
+    loop = ThreadLoop()  # for async def tasks; abandoning one kills this process
     conn.send(READY)
-    while True:
-        message = conn.recv()
-        if message is None:
-            return
-        task, lease = message
-        conn.send(run_sync(app, task, lease))
+    try:
+        while (message := conn.recv()) is not None:
+            task, lease = message
+            ending = run_in_thread(app, task, lease, loop)
+            assert ending is not None  # nothing here cancels: only a kill abandons
+            conn.send(ending)
+    finally:
+        loop.close()
 
 
 def make_executor(pool: str, app: App, concurrency: int) -> Executor:

@@ -2,10 +2,13 @@
 
 The same code runs in a worker thread, in the event loop of the async pool and in
 the child processes of the process pool, so every pool reports endings alike.
+Every pool runs ``async def`` functions: the async pool as tasks of its loop, the
+others on the event loop of the thread that took the task (see ``loops``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import traceback
 from dataclasses import dataclass
@@ -14,8 +17,10 @@ from typing import TYPE_CHECKING, Any
 from tenure import serializer
 from tenure.control import Current, Retry, Snooze, set_current
 from tenure.errors import InvalidInput
+from tenure.hooks import executing
 from tenure.store.types import Lease
 from tenure.task import Task, TaskError
+from tenure.worker.loops import Cancellation, ThreadLoop
 
 if TYPE_CHECKING:
     from tenure.app import App
@@ -65,15 +70,45 @@ def split_data(task: Task) -> tuple[list[Any], dict[str, Any]]:
     return list(data.get("args", [])), dict(data.get("kwargs", {}))
 
 
+def is_coroutine_task(app: App, task: Task) -> bool:
+    """Whether ``task`` runs an ``async def`` function (one this worker knows)."""
+    function = app.registry.get(task.name)
+    return function is not None and inspect.iscoroutinefunction(function.fn)
+
+
+def run_in_thread(
+    app: App, task: Task, lease: Lease, loop: ThreadLoop, cancellation: Cancellation | None = None
+) -> Ending | None:
+    """Run a task's function in this thread: a sync function directly, an
+    ``async def`` function on ``loop``, this thread's event loop. ``None`` means
+    ``cancellation`` cancelled the coroutine (its execution was abandoned)."""
+    function = resolve(app, task)
+    if isinstance(function, Raised):
+        return function
+    if not inspect.iscoroutinefunction(function.fn):
+        return run_sync(app, task, lease)
+    try:
+        return loop.run(run_async(app, task, lease), cancellation)
+    except asyncio.CancelledError as exc:
+        if cancellation is not None and cancellation.requested:
+            return None
+        return Raised(error_of(exc))  # raised by the task's own code: a failure
+    except KeyboardInterrupt as exc:  # Ctrl-C in a pool child, where the loop takes
+        return ending_of_exception(exc)  # SIGINT: the attempt fails, as a sync one does
+
+
 def run_sync(app: App, task: Task, lease: Lease) -> Ending:
-    """Run a task's function in this thread."""
+    """Run a task's sync function in this thread."""
     function = resolve(app, task)
     if isinstance(function, Raised):
         return function
     args, kwargs = split_data(task)
     set_current(Current(task, lease))
+    result: Any = None  # stays None if a middleware swallows the exception
     try:
-        return _checked(app, function.fn(*args, **kwargs))
+        with executing(app.middleware, task):
+            result = function.fn(*args, **kwargs)
+        return _checked(app, result, awaited=False)
     except BaseException as exc:
         return ending_of_exception(exc)
     finally:
@@ -82,8 +117,6 @@ def run_sync(app: App, task: Task, lease: Lease) -> Ending:
 
 async def run_async(app: App, task: Task, lease: Lease) -> Ending:
     """Run a task's function in the running event loop (sync functions in a thread)."""
-    import asyncio  # noqa: PLC0415 - only the async pool needs it
-
     function = resolve(app, task)
     if isinstance(function, Raised):
         return function
@@ -91,8 +124,11 @@ async def run_async(app: App, task: Task, lease: Lease) -> Ending:
         return await asyncio.to_thread(run_sync, app, task, lease)
     args, kwargs = split_data(task)
     set_current(Current(task, lease))  # the coroutine runs in its own copied context
+    result: Any = None  # stays None if a middleware swallows the exception
     try:
-        return _checked(app, await function.fn(*args, **kwargs))
+        with executing(app.middleware, task):
+            result = await function.fn(*args, **kwargs)
+        return _checked(app, result, awaited=True)
     except asyncio.CancelledError:
         raise
     except BaseException as exc:
@@ -107,14 +143,24 @@ def ending_of_exception(exc: BaseException) -> Ending:
     return Raised(error_of(exc))
 
 
-def _checked(app: App, result: Any) -> Ending:
-    """A result the store will accept, or a final failure saying why not."""
+def _checked(app: App, result: Any, *, awaited: bool) -> Ending:
+    """A result the store will accept, or a final failure saying why not.
+    ``awaited``: the result is what an ``async def`` function's coroutine returned."""
     if inspect.iscoroutine(result):
         result.close()
-        message = "the task returned a coroutine; declare it async def and use the async pool"
-        return Raised(TaskError("InvalidResult", message), final=True)
+        return Raised(TaskError("InvalidResult", _coroutine_result(awaited)), final=True)
     try:
         serializer.dumps(result, "result", app.max_payload_bytes)
     except InvalidInput as exc:
         return Raised(TaskError("InvalidResult", str(exc)), final=True)
     return Succeeded(result)
+
+
+def _coroutine_result(awaited: bool) -> str:
+    if awaited:
+        return "the async def task returned a coroutine, not a value: await it in the task"
+    return (
+        "the task function is not async def but returned a coroutine, which tenure does "
+        "not await (a sync wrapper or decorator hides the async def function it calls): "
+        "make the registered function itself async def"
+    )

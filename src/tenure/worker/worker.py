@@ -103,6 +103,7 @@ class Worker:
         self._stopping = threading.Event()
         self._hurry = threading.Event()
         self._stop_reasons: list[str] = []
+        self._reserve_failures = 0  # in a row
         self.started = threading.Event()
 
     @staticmethod
@@ -230,12 +231,20 @@ class Worker:
                 self._wake.wait(self.poll_interval)
 
     def _reserve(self, store: Store, limit: int) -> list[Task]:
+        """Reserve up to ``limit`` tasks; while the store fails, wait longer after
+        each failure (one log line per step), so an outage is not a flood."""
         began = time.monotonic()
         try:
             tasks = store.task_reserve(self._reserve_params(limit))
         except StoreError as exc:
-            log.warning("reserve failed, will retry: %s", exc)
+            pause = min(self.poll_interval * 2**self._reserve_failures, OPEN_RETRY_MAX)
+            self._reserve_failures += 1
+            log.warning("reserve failed (%s); retrying in %gs", exc, pause)
+            self._stopping.wait(pause)
             return []
+        if self._reserve_failures:
+            log.info("reserve works again after %d failures", self._reserve_failures)
+            self._reserve_failures = 0
         self.prefetch.reserved(time.monotonic() - began)
         return tasks
 

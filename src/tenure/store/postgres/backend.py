@@ -36,6 +36,7 @@ from tenure.store.postgres import rows, schema, statements
 from tenure.store.postgres.driver import (
     configure,
     connection_kwargs,
+    first_connection,
     looks_dropped,
     lost_race,
     translated,
@@ -68,7 +69,14 @@ class PostgresStore(Store):
 
     ``role`` names the process's part (``worker``, ``scheduler`` …) in the
     server's ``application_name``, as ``tenure-<role>``. ``migrate=False``
-    skips applying migrations on open (``tenure migrate`` applies them).
+    skips applying migrations on open (``tenure migrate`` applies them);
+    ``migrations_applied`` lists the versions this opening applied.
+
+    Opening connects once before anything else and raises at once if the
+    server refuses (``ConfigError``: no such database, wrong password) or
+    cannot be reached (``StoreUnavailable``, after ``connect_timeout`` seconds
+    at most for a server that does not answer: see
+    :func:`~tenure.store.postgres.driver.first_connection`).
     """
 
     def __init__(
@@ -81,19 +89,27 @@ class PostgresStore(Store):
         pool_timeout: float = 30.0,
         role: str = "store",
         migrate: bool = True,
+        connect_timeout: float | None = None,
     ) -> None:
         super().__init__(
             **({} if max_payload_bytes is None else {"max_payload_bytes": max_payload_bytes})
         )
         _check_pool_sizes(pool_min, pool_max)
+        timeout = validate.seconds(pool_timeout, "pool_timeout")
+        if connect_timeout is not None:
+            connect_timeout = validate.seconds(connect_timeout, "connect_timeout")
         self.url = url
+        self.migrations_applied: list[int] = []
+        with first_connection(url, role, connect_timeout) as conn:
+            if migrate:
+                self.migrations_applied = schema.migrate_connection(conn)
         self._pool: ConnectionPool[Connection] = ConnectionPool(
             url,
             kwargs=connection_kwargs(url, role),
             configure=configure,
             min_size=pool_min,
             max_size=pool_max,
-            timeout=validate.seconds(pool_timeout, "pool_timeout"),
+            timeout=timeout,
             name=f"tenure-{role}",
             open=False,
         )
@@ -102,9 +118,6 @@ class PostgresStore(Store):
         try:
             with translated():
                 self._pool.open()
-            if migrate:
-                with self._connection() as conn:
-                    schema.migrate_connection(conn)
         except BaseException:
             self.close()
             raise

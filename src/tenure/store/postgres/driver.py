@@ -5,18 +5,24 @@ Every database call of the PostgreSQL store runs inside :func:`translated`, so
 callers see only :class:`~tenure.errors.StoreUnavailable` (the server cannot be
 reached now, the connection broke, the operation may be retried) or
 :class:`~tenure.errors.StoreError` (anything else the server refused).
+
+Opening a store starts with :func:`first_connection`: one direct attempt, so a
+wrong port, database or password is reported at once in one line, instead of
+by a pool retrying in the background until its timeout.
 """
 
 from __future__ import annotations
 
+import math
 import os
+import re
 import select
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import psycopg
-from psycopg import conninfo
+from psycopg import conninfo, pq
 from psycopg.types import json as json_types
 
 from tenure import serializer
@@ -25,6 +31,10 @@ from tenure.errors import ConfigError, StoreError, StoreUnavailable
 CONNECT_TIMEOUT = 10
 """Seconds to wait for a new connection unless the URL says otherwise; libpq's
 own default is to wait forever on a server that does not answer."""
+
+OPEN_TIMEOUT = 5.0
+"""Seconds opening a store waits for a server that does not answer, unless the
+URL or the caller says otherwise. A refused connection fails at once."""
 
 
 def connection_kwargs(url: str, role: str) -> dict[str, Any]:
@@ -39,7 +49,7 @@ def connection_kwargs(url: str, role: str) -> dict[str, Any]:
     try:
         given = conninfo.conninfo_to_dict(url)
     except psycopg.ProgrammingError as exc:
-        raise ConfigError(f"invalid PostgreSQL URL: {exc}") from None
+        raise ConfigError(f"invalid PostgreSQL URL: {_first_line(exc)}") from None
     # psycopg prepares a statement after its fifth run on a connection, which
     # spares the server parsing and planning it on every later run. Every query
     # names its result columns, so a statement prepared before another
@@ -61,6 +71,109 @@ def configure(conn: psycopg.Connection[Any]) -> None:
     """Set up a new connection of the store's pool: JSON columns are decoded by
     tenure's own decoder (text, not bytes: the stdlib decoder is faster so)."""
     json_types.set_json_loads(serializer.loads, conn)
+
+
+def first_connection(url: str, role: str, timeout: float | None = None) -> psycopg.Connection[Any]:
+    """A connection made now, or a tenure error that says in one line why not.
+
+    Opening a store connects once, directly, before its pool exists: a pool
+    would retry a refused connection in the background until its own timeout,
+    logging every failure. This attempt waits ``timeout`` seconds at most for a
+    server that does not answer (by default the URL's ``connect_timeout``, else
+    :data:`OPEN_TIMEOUT`; libpq counts whole seconds, at least 2, for each
+    address it tries).
+
+    Raises :class:`~tenure.errors.ConfigError` when trying again cannot help (no
+    such database or role, authentication refused, a setting libpq rejects)
+    and :class:`~tenure.errors.StoreUnavailable` otherwise: a caller that waits
+    for its server to come up retries only the latter.
+    """
+    kwargs = connection_kwargs(url, role)
+    waits = conninfo.conninfo_to_dict(url).get("connect_timeout")
+    if timeout is not None or waits is None:
+        waits = max(2, math.ceil(OPEN_TIMEOUT if timeout is None else timeout))
+        kwargs["connect_timeout"] = waits
+    try:
+        return psycopg.connect(url, **kwargs)
+    except psycopg.OperationalError as exc:
+        raise connect_error(exc, url, f"no answer within {waits} s") from None
+    except psycopg.ProgrammingError as exc:  # a value psycopg refuses (connect_timeout=x)
+        raise ConfigError(f"invalid PostgreSQL URL: {_first_line(exc)}") from None
+
+
+# The server's reasons that trying again cannot cure, and how to say each one.
+# (libpq reports a refused start-up as text only: no SQLSTATE comes with it.)
+_REFUSALS = (
+    (re.compile(r'database "(.*)" does not exist'), 'has no database "{0}"'),
+    (re.compile(r'role "(.*)" does not exist'), 'has no role "{0}" (database "{db}")'),
+    (
+        re.compile(r'password authentication failed for user "(.*)"'),
+        'refused the password of user "{0}" (database "{db}")',
+    ),
+    (
+        re.compile(r"no password supplied"),
+        'asks for a password and the URL gives none (database "{db}")',
+    ),
+    (
+        re.compile(
+            r"authentication failed|no pg_hba\.conf entry|permission denied for database"
+            r"|not permitted to log in|not currently accepting connections|not support SSL"
+        ),
+        'refused the connection (database "{db}"): {reason}',
+    ),
+)
+_PREFIX = re.compile(
+    r"^(?:connection (?:failed|is bad): )?(?:connection to server (?:at|on socket) .*? failed: )?"
+)
+_SETTING = re.compile(r"^invalid .*(?:value|number)")
+
+
+def connect_error(
+    exc: psycopg.OperationalError, url: str, timed_out: str = "no answer in time"
+) -> StoreUnavailable | ConfigError:
+    """The tenure error for a failed connection attempt: one line that names
+    host, port and database (never the password), and why.
+
+    ``timed_out`` is the reason given when the server did not answer in time.
+    """
+    reason = _PREFIX.sub("", _first_line(exc))
+    fatal = reason.startswith("FATAL:")
+    reason = reason.removeprefix("FATAL:").strip()
+    reason = reason[:1].lower() + reason[1:]
+    if _SETTING.match(reason):
+        return ConfigError(f"invalid PostgreSQL URL: {reason}")
+    where, db = endpoint(url, exc.pgconn)
+    for pattern, says in _REFUSALS:
+        found = pattern.search(reason)
+        if found:
+            refusal = says.format(*found.groups(), db=db, reason=reason)
+            return ConfigError(f"PostgreSQL at {where} {refusal}")
+    if isinstance(exc, psycopg.errors.ConnectionTimeout):
+        reason = timed_out
+    if fatal:  # the server answered, and turned the session away for now
+        return StoreUnavailable(
+            f'PostgreSQL at {where} (database "{db}") refused the connection: {reason}'
+        )
+    return StoreUnavailable(f'cannot reach PostgreSQL at {where} (database "{db}"): {reason}')
+
+
+def endpoint(url: str, pgconn: pq.abc.PGconn | None = None) -> tuple[str, str]:
+    """``host:port`` and the database name that a connection to ``url`` uses.
+
+    Taken from a failed connection (``pgconn``) when there is one: it holds
+    what libpq settled on, defaults and ``PG*`` variables included.
+    """
+    if pgconn is not None and pgconn.host:
+        host, port, db = (v.decode(errors="replace") for v in (pgconn.host, pgconn.port, pgconn.db))
+    else:
+        given = conninfo.conninfo_to_dict(url)
+        host = str(given.get("host") or os.environ.get("PGHOST") or "localhost")
+        port = str(given.get("port") or os.environ.get("PGPORT") or "5432")
+        user = given.get("user") or os.environ.get("PGUSER") or ""
+        db = str(given.get("dbname") or os.environ.get("PGDATABASE") or user)
+    if ":" in host:  # an IPv6 address
+        host = f"[{host}]"
+    return f"{host}:{port}", db
 
 
 @contextmanager

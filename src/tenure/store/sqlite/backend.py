@@ -107,7 +107,8 @@ class SQLiteStore(Store):
         self._lock = threading.Lock()
         self._closed = False
         with self._use() as conn:
-            schema.migrate(conn)
+            self.migrations_applied = schema.migrate(conn)
+            """The versions this opening applied (empty: the schema was current)."""
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"

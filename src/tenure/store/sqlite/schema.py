@@ -1,18 +1,25 @@
-"""Applies the SQLite store's numbered migrations, once each, in order.
+"""Applies the SQLite store's numbered migrations, once each, in order, or
+writes them out as one script.
 
 The whole run holds the write lock (``BEGIN IMMEDIATE``), so processes that open
 the same new database at once apply each migration exactly once: the later ones
-wait, then find it recorded.
+wait, then find it recorded. :func:`script` is the same run as text, for
+``sqlite3 tenure.db < migrations.sql``.
 """
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import time
+from collections.abc import Collection
+from pathlib import Path
 
+from tenure.errors import StoreError
 from tenure.store.sqlfile import load_queries, migrations
 
-Q = load_queries("tenure.store.sqlite")
+PACKAGE = "tenure.store.sqlite"
+Q = load_queries(PACKAGE)
 
 
 def migrate(conn: sqlite3.Connection) -> list[int]:
@@ -22,7 +29,7 @@ def migrate(conn: sqlite3.Connection) -> list[int]:
     try:
         conn.execute(Q["create_migration_ledger"])
         done = {row[0] for row in conn.execute(Q["applied_migrations"])}
-        for version, name, sql in migrations("tenure.store.sqlite"):
+        for version, name, sql in migrations(PACKAGE):
             if version in done:
                 continue
             for statement in _statements(sql):
@@ -35,6 +42,63 @@ def migrate(conn: sqlite3.Connection) -> list[int]:
         raise
     conn.commit()
     return applied_now
+
+
+def applied(path: str) -> set[int]:
+    """The versions the database file at ``path`` has recorded, read without
+    writing (a missing file is not created); empty for a file that does not
+    exist yet or that tenure never migrated."""
+    file = Path(path)
+    if not file.exists():
+        return set()
+    try:
+        conn = sqlite3.connect(f"{file.absolute().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise StoreError(f"SQLite error: {exc}") from exc
+    try:
+        return {row[0] for row in conn.execute(Q["applied_migrations"])}
+    except sqlite3.OperationalError as exc:
+        if str(exc).startswith("no such table"):
+            return set()
+        raise StoreError(f"SQLite error: {exc}") from exc
+    except sqlite3.Error as exc:
+        raise StoreError(f"SQLite error: {exc}") from exc
+    finally:
+        conn.close()
+
+
+def script(done: Collection[int] = ()) -> str:
+    """The SQL that applies every migration not in ``done``, in order, under
+    one write lock, recording each in ``tenure_migrations``; ``""`` when
+    nothing is missing. Each migration's file is copied as it is, under a
+    comment naming it."""
+    missing = [m for m in migrations(PACKAGE) if m[0] not in done]
+    if not missing:
+        return ""
+    names = ", ".join(f"{version:04d}_{name}" for version, name, _ in missing)
+    parts = [
+        f"-- tenure: SQLite schema migrations {names}.\n"
+        "-- One transaction: each migration is recorded in tenure_migrations, so\n"
+        "-- stores opened afterwards find the schema current and change nothing.\n"
+        + Q["begin_write"],
+        Q["create_migration_ledger"],
+    ]
+    now = time.time()
+    for version, name, sql in missing:
+        parts.append(f"-- {'-' * 74}\n-- {version:04d}_{name}.sql\n-- {'-' * 74}\n{sql.strip()}")
+        parts.append(_record(version, name, now))
+    parts.append("COMMIT;")
+    return "\n\n".join(parts) + "\n"
+
+
+def _record(version: int, name: str, now: float) -> str:
+    """``record_migration`` with its values written in: a script has no
+    parameters to bind. All are safe as literals: two numbers, and a migration
+    file's name (``[a-z0-9_]+``)."""
+    if not re.fullmatch(r"[a-z0-9_]+", name):  # pragma: no cover - sqlfile allows no other
+        raise ValueError(f"unexpected migration name {name!r}")
+    values = {"version": str(int(version)), "name": f"'{name}'", "now": repr(float(now))}
+    return re.sub(r":([a-z_]+)", lambda found: values[found[1]], Q["record_migration"])
 
 
 def _statements(sql: str) -> list[str]:
