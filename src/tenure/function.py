@@ -148,13 +148,10 @@ class TaskFunction(Generic[P, R]):
         except TypeError as exc:
             raise InvalidInput(where, f"do not fit {self.name}{self._signature}: {exc}") from None
         config, opts = self.config, self._options
-        data: dict[str, Any] = {"args": list(args), "kwargs": dict(kwargs)}
-        if self.app.middleware and (headers := task_headers(self.app.middleware, config.name)):
-            data["headers"] = headers
         return NewTask(
             topic=opts.topic or config.topic,
             name=config.name,
-            data=data,
+            data={"args": list(args), "kwargs": dict(kwargs)},
             # Chosen here, so that a refused unique task still has an id to report.
             id=opts.id or new_id(),
             sub_topic=opts.sub_topic or config.sub_topic,
@@ -181,6 +178,7 @@ class TaskFunction(Generic[P, R]):
         says so) or raises ``UniqueConflict``, as its rule says."""
         from tenure.handle import TaskHandle  # noqa: PLC0415 - handle imports app types
 
+        tasks = [self.prepared(task) for task in tasks]
         rejected: dict[int, UniqueConflict] = {}
         while True:
             kept = [i for i in range(len(tasks)) if i not in rejected]
@@ -196,6 +194,17 @@ class TaskFunction(Generic[P, R]):
         for index, refusal in sorted(rejected.items()):
             handles.insert(index, TaskHandle(self.app, tasks[index].id or "", rejected=refusal))
         return handles
+
+    def prepared(self, task: NewTask) -> NewTask:
+        """``task`` as an enqueue stores it: with the headers the App's middleware
+        adds. (Only enqueues call the middleware: building a task to check it, as
+        ``new_task`` does, enqueues nothing.)"""
+        if not self.app.middleware:
+            return task
+        headers = task_headers(self.app.middleware, task.name)
+        if not headers or not isinstance(task.data, dict):
+            return task
+        return replace(task, data={**task.data, "headers": headers})
 
     @staticmethod
     def _rejections(

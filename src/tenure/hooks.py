@@ -71,7 +71,7 @@ class Hooks:
         for hook in self._hooks[outcome.kind]:
             try:
                 hook(outcome)
-            except Exception:
+            except (Exception, SystemExit):  # a hook never ends the thread that runs it
                 log.exception(
                     "the %s hook %s raised (ignored)",
                     outcome.kind,

@@ -73,6 +73,7 @@ def configure(level: str = "info", fmt: str = "text", stream: TextIO | None = No
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level.upper())
-    # The connection pool's own retries are reported by tenure in its words, once
-    # per attempt; its raw warnings would repeat them a dozen times.
-    logging.getLogger("psycopg.pool").setLevel(logging.CRITICAL)
+    # The connection pool warns of each failed reconnection attempt, a dozen
+    # times per outage; tenure reports the operations that fail, in its words.
+    # The pool's errors still show.
+    logging.getLogger("psycopg.pool").setLevel(logging.ERROR)

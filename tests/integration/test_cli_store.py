@@ -6,6 +6,7 @@ from __future__ import annotations
 import signal
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -78,5 +79,7 @@ def test_a_worker_given_a_wrong_database_exits_with_one_line(postgres_url: str) 
     worker = WorkerProcess(url, ready="error:")
     assert worker.wait_exit(10) == 2
     errors = [line for line in worker.lines if "error:" in line]
-    assert errors == ['error: PostgreSQL at 127.0.0.1:5432 has no database "no_such_db"']
+    server = urlsplit(POSTGRES_URL)
+    where = f"{server.hostname}:{server.port or 5432}"
+    assert errors == [f'error: PostgreSQL at {where} has no database "no_such_db"']
     assert not any("Traceback" in line for line in worker.lines)

@@ -148,6 +148,12 @@ def test_tenure_migrate_fails_as_fast(server: tuple[str, str]) -> None:
         migration_sql(f"postgresql://postgres@127.0.0.1:{free_port()}/tenure")
 
 
+def test_an_unparsable_dsn_never_quotes_its_password() -> None:
+    with pytest.raises(ConfigError) as raised:
+        open_store("host=db password=my secretpart dbname=jobs")
+    assert "secretpart" not in str(raised.value) and "invalid PostgreSQL URL" in str(raised.value)
+
+
 def test_a_setting_libpq_rejects_is_a_config_error() -> None:
     with pytest.raises(ConfigError) as raised:
         open_store(f"postgresql://postgres:{SECRET}@127.0.0.1:99999/tenure")
@@ -179,6 +185,12 @@ REFUSED = 'connection failed: connection to server at "db.internal", port 6432 f
             StoreUnavailable,
             'PostgreSQL at db.internal:6432 (database "jobs") refused the connection: '
             "the database system is starting up",
+        ),
+        (  # ALTER DATABASE ... ALLOW_CONNECTIONS false: maintenance, for a while
+            'database "jobs" is not currently accepting connections',
+            StoreUnavailable,
+            'PostgreSQL at db.internal:6432 (database "jobs") refused the connection: '
+            'database "jobs" is not currently accepting connections',
         ),
         (
             "sorry, too many clients already",

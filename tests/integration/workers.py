@@ -122,8 +122,8 @@ class WorkerProcess:
 
 
 def enqueue(store: Store, function: TaskFunction[Any, Any], *args: Any, **kwargs: Any) -> Task:
-    """Create the task ``function.enqueue`` would, in ``store``."""
-    return store.task_create(function.new_task(args, kwargs))
+    """Create the task ``function.enqueue`` would (middleware headers too), in ``store``."""
+    return store.task_create(function.prepared(function.new_task(args, kwargs)))
 
 
 def enqueue_new(store: Store, task: NewTask) -> Task:

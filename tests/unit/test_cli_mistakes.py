@@ -3,6 +3,7 @@ traceback, and exit code 2 (a failure, such as a task not found, gets 1)."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,7 +29,8 @@ def user_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """An empty folder, made the working directory, as a new user's project is
     (each test imports its own ``tasks`` module from it)."""
     monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("TENURE_URL", raising=False)
+    for name in [n for n in os.environ if n.startswith("TENURE_")]:
+        monkeypatch.delenv(name)
     monkeypatch.setattr(sys, "path", list(sys.path))
     yield tmp_path
     for name in USER_MODULES:
@@ -84,7 +86,7 @@ def test_an_error_inside_the_users_module_keeps_its_traceback(
     user_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (user_dir / "broken.py").write_text("import tenure\nimport not_installed_anywhere\n")
-    assert main(["worker", "--app", "broken:app"]) == 2
+    assert main(["worker", "--app", "broken:app"]) == 1  # a failure, not a usage mistake
     err = capsys.readouterr().err
     assert "Traceback (most recent call last):" in err
     assert 'broken.py", line 2' in err  # where, in the user's own file
@@ -105,15 +107,23 @@ def test_unknown_task_id_is_a_failure_naming_the_store(
     assert "no task with id 'nope'" in line and str(user_dir / "tenure.db") in line
 
 
-def test_completion_prints_a_script(capsys: pytest.CaptureFixture[str]) -> None:
+def test_completion_prints_a_script(user_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["completion", "bash"]) == 0
     script = capsys.readouterr().out
     assert "complete" in script and "worker" in script and "--concurrency" in script
 
 
-def test_every_option_has_help_and_shows_its_default(capsys: pytest.CaptureFixture[str]) -> None:
+def test_every_option_has_help_and_shows_its_default(
+    user_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["worker", "--help"]) == 0
     text = capsys.readouterr().out
     for option in ("--concurrency", "--pool", "--lease", "--log-format", "--no-scheduler"):
         assert option in text
     assert "(default: 4)" in text and "(default: threads)" in text
+
+
+def test_version_and_help_exit_0(user_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.startswith("tenure ")
+    assert main(["--help"]) == 0

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
+import tenure
 from tenure.cli import build_parser, main
+from tenure.store.url import resolve_url
 
 
 @pytest.fixture
@@ -61,13 +63,24 @@ def test_the_environment_beats_the_file_and_a_flag_beats_both(
     assert (args.concurrency, args.topics) == (2, ["c"])
 
 
-def test_the_url_follows_the_same_order(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_url_follows_the_same_order_for_the_command_and_an_app(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store resolves flag > TENURE_URL > [tool.tenure] url > default itself, so
+    an ``App()`` in a web process started here finds the store the worker uses."""
     with (project / "pyproject.toml").open("a") as file:
         file.write('url = "sqlite:///from-file.db"\n')
-    assert worker_args().url == "sqlite:///from-file.db"
+
+    def url_of(*argv: str) -> str:
+        return resolve_url(build_parser().parse_args([*argv, "tasks"]).url)
+
+    assert url_of() == "sqlite:///from-file.db" == tenure.App().url
     monkeypatch.setenv("TENURE_URL", "sqlite:///from-env.db")
-    assert worker_args().url == "sqlite:///from-env.db"
-    assert worker_args("--url", "sqlite:///flag.db").url == "sqlite:///flag.db"
+    assert url_of() == "sqlite:///from-env.db" == tenure.App().url
+    assert url_of("--url", "sqlite:///flag.db") == "sqlite:///flag.db"  # before the command
+    args = build_parser().parse_args(["worker", "--url", "sqlite:///after.db"])
+    assert args.url == "sqlite:///after.db"  # and after it
+    assert build_parser().parse_args(["worker"]).url is None  # not given: the App decides
 
 
 @pytest.mark.parametrize(
@@ -101,6 +114,13 @@ def test_an_unknown_key_in_the_file_is_refused(
     err = capsys.readouterr().err
     assert "unknown setting 'concurency' in [tool.tenure] of" in err
     assert str(project / "pyproject.toml") in err
+
+
+def test_version_is_not_a_setting(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with (project / "pyproject.toml").open("a") as file:
+        file.write('version = "1"\n')
+    assert main(["workers"]) == 2
+    assert "unknown setting 'version'" in capsys.readouterr().err
 
 
 def test_help_shows_the_value_that_applies_here(

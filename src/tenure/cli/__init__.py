@@ -4,7 +4,7 @@ scheduler, and look at and manage the tasks of a store from a shell.
 Every command takes ``--url`` (default ``$TENURE_URL``, then ``url`` in
 ``[tool.tenure]`` of pyproject.toml, else ``sqlite:///tenure.db``). A mistake gets
 one line on stderr and exit code 2; a failure (the store unreachable, a task
-not found) one line and exit code 1.
+not found, an error raised importing the App's module) one line and exit code 1.
 """
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit code."""
     try:
         return _dispatch(build_parser().parse_args(argv))
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else USAGE
+    except SystemExit as exc:  # argparse: --help and --version (0), a mistake (2)
+        return exc.code if isinstance(exc.code, int) else 0 if exc.code is None else USAGE
     except TenureError as exc:
         return _report(exc)
     except KeyboardInterrupt:
@@ -69,8 +69,10 @@ def _dispatch(args: argparse.Namespace) -> int:
 def _report(exc: TenureError) -> int:
     """One line for ``exc`` (after the traceback of an error in the user's module);
     the exit code: 2 for a mistake in the command or its settings, 1 otherwise."""
-    if isinstance(exc, AppImportError):
+    if isinstance(exc, AppImportError):  # the user's module is broken: a failure
         print(exc.traceback, end="", file=sys.stderr)
+        error(str(exc))
+        return FAILURE
     error(str(exc))
     return USAGE if isinstance(exc, ConfigError | InvalidInput) else FAILURE
 

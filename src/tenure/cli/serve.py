@@ -4,6 +4,7 @@ the user's App and log instead of printing."""
 from __future__ import annotations
 
 import argparse
+import logging
 import signal
 import threading
 from typing import Any
@@ -12,6 +13,7 @@ from tenure import logs
 from tenure.app import App
 from tenure.loading import load_app
 from tenure.maintenance.scheduler import DEFAULT_RETENTION
+from tenure.store.url import open_patiently
 
 
 def add(
@@ -139,11 +141,14 @@ def _served_app(args: argparse.Namespace) -> App:
 
 def run_scheduler(args: argparse.Namespace) -> int:
     """``tenure scheduler``: stand by, and run the cycle while elected, until a signal."""
-    scheduler = _served_app(args).scheduler(**_scheduling(args))
+    app = _served_app(args)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    scheduler.run(stop)
+    # Like a worker, it waits for a store that is not up yet.
+    if open_patiently(lambda: app.store, stop, logging.getLogger("tenure.scheduler")) is None:
+        return 0
+    app.scheduler(**_scheduling(args)).run(stop)
     return 0
 
 

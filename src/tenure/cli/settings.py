@@ -6,6 +6,8 @@ variable ``TENURE_<OPTION>`` (``TENURE_CONCURRENCY=8``, ``TENURE_NO_SCHEDULER=1`
 or in the ``[tool.tenure]`` table of the nearest ``pyproject.toml`` from the
 current directory upwards (``concurrency = 8``, ``topics = ["a", "b"]``). A flag
 beats the environment, which beats the file, which beats the built-in default.
+The store URL follows the same order, resolved by the store itself (so an
+``App()`` without a URL agrees with the command): ``--url`` only overrides it.
 The layered values become the parser's defaults, so ``--help`` shows what
 applies here and each value is checked as its flag's would be.
 """
@@ -14,43 +16,20 @@ from __future__ import annotations
 
 import argparse
 import os
-import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from tenure.errors import ConfigError
+from tenure.pyproject import find_pyproject, tenure_table
 
 ENV_PREFIX = "TENURE_"
-TABLE = ("tool", "tenure")
+OWN_LAYERS = {"url"}
+"""Settings the store resolves itself, in the same order (see ``resolve_url``), so
+that an ``App()`` in a web process finds the store its workers use."""
+NOT_SETTINGS = {"help", "version"}
 TRUE = {"1", "true", "yes", "on"}
 FALSE = {"0", "false", "no", "off", ""}
-
-
-def find_pyproject(start: Path | None = None) -> Path | None:
-    """The nearest ``pyproject.toml`` at or above ``start`` (the working directory)."""
-    here = (start or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        candidate = folder / "pyproject.toml"
-        if candidate.is_file():
-            return candidate
-    return None
-
-
-def file_settings(path: Path | None) -> dict[str, Any]:
-    """The ``[tool.tenure]`` table of ``path``, keys in flag spelling (``log_level``)."""
-    if path is None:
-        return {}
-    try:
-        document = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"cannot read {path}: {exc}") from None
-    table: Any = document
-    for key in TABLE:
-        table = table.get(key, {}) if isinstance(table, dict) else {}
-    if not isinstance(table, dict):
-        raise ConfigError(f"[tool.tenure] in {path} must be a table")
-    return {key.replace("-", "_"): value for key, value in table.items()}
 
 
 def env_settings(names: Iterable[str], environ: Mapping[str, str]) -> dict[str, str]:
@@ -73,9 +52,10 @@ def apply(
     :class:`ConfigError` naming where they came from."""
     environ = os.environ if environ is None else environ
     actions = {a.dest: a for p in parsers for a in p._actions if a.option_strings}
-    actions.pop("help", None)
+    for name in NOT_SETTINGS:
+        actions.pop(name, None)
     source = pyproject if pyproject is not None else find_pyproject()
-    from_file = file_settings(source)
+    from_file = tenure_table(source)
     unknown = sorted(set(from_file) - set(actions))
     if unknown:
         raise ConfigError(f"unknown setting {unknown[0]!r} in [tool.tenure] of {source}")
@@ -83,9 +63,13 @@ def apply(
         **{k: (v, f"{k} in [tool.tenure] of {source}") for k, v in from_file.items()},
         **{k: (v, ENV_PREFIX + k.upper()) for k, v in env_settings(actions, environ).items()},
     }
+    for name in OWN_LAYERS:
+        layered.pop(name, None)
     for parser in parsers:
         for action in parser._actions:
-            if action.dest in layered:
+            # A default of SUPPRESS marks an option shared by every subcommand
+            # (--url after the command): it must keep saying "not given here".
+            if action.dest in layered and action.default is not argparse.SUPPRESS:
                 value, origin = layered[action.dest]
                 action.default = _converted(action, value, origin)
                 action.required = False

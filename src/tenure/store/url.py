@@ -17,12 +17,16 @@ The module also says which store a URL names, for start-up lines
 
 from __future__ import annotations
 
+import logging
 import os
 import re
+import threading
+from collections.abc import Callable
 from typing import Literal
 from urllib.parse import parse_qsl, urlsplit
 
-from tenure.errors import ConfigError
+from tenure.errors import ConfigError, StoreUnavailable
+from tenure.pyproject import configured_url
 from tenure.store.base import Store
 
 DEFAULT_URL = "sqlite:///tenure.db"
@@ -42,8 +46,9 @@ _QUERY_PASSWORD = re.compile(r"([?&](?:ssl)?password=)[^&#]*")
 
 
 def resolve_url(url: str | None) -> str:
-    """``url``, else ``$TENURE_URL``, else the embedded default."""
-    return url or os.environ.get(URL_VARIABLE) or DEFAULT_URL
+    """``url``, else ``$TENURE_URL``, else ``url`` in ``[tool.tenure]`` of the
+    nearest pyproject.toml, else the embedded default."""
+    return url or os.environ.get(URL_VARIABLE) or configured_url() or DEFAULT_URL
 
 
 def open_store(url: str | None = None, **options: object) -> Store:
@@ -156,3 +161,25 @@ def describe_url(url: str | None = None) -> str:
     except ConfigError:
         pass  # not a store URL: shown as written, as an error will show it
     return redact(url)
+
+
+OPEN_RETRY_MAX = 30.0
+"""Longest wait, in seconds, between attempts to reach a store at start."""
+
+
+def open_patiently(
+    opener: Callable[[], Store], stop: threading.Event, log: logging.Logger
+) -> Store | None:
+    """``opener()``, tried again after an outage (``StoreUnavailable``) with
+    doubling waits up to :data:`OPEN_RETRY_MAX`, one log line per attempt, until
+    it works or ``stop`` is set (then ``None``): long-running processes started
+    before their database wait for it. A permanent error is raised at once."""
+    delay = 1.0
+    while True:
+        try:
+            return opener()
+        except StoreUnavailable as exc:
+            log.warning("%s; retrying in %gs", exc, delay)
+            if stop.wait(delay):
+                return None
+            delay = min(delay * 2, OPEN_RETRY_MAX)

@@ -19,9 +19,9 @@ from tenure.hooks import Hooks
 from tenure.retry import Backoff
 from tenure.store import Completion, Failure, Store
 from tenure.store.types import StateOutcome, TaskState
-from tenure.worker import telling
 from tenure.worker.held import Held, Holdings
 from tenure.worker.runner import Ending, Raised, Succeeded
+from tenure.worker.telling import Teller
 
 log = logging.getLogger("tenure.worker")
 
@@ -46,7 +46,7 @@ class Completer:
         backoff_of: BackoffOf,
         *,
         give_up: threading.Event | None = None,
-        hooks: Hooks | None = None,
+        teller: Teller | None = None,
     ) -> None:
         self.store = store
         self.holdings = holdings
@@ -55,7 +55,7 @@ class Completer:
         # yet written are dropped; their tasks, still leased in the store, are
         # handed back by the supervisor once the leases lapse and run again.
         self.give_up = give_up or threading.Event()
-        self.hooks = hooks or Hooks()
+        self.teller = teller or Teller(store, Hooks())
         self._queue: queue.Queue[tuple[Held, Ending] | None] = queue.Queue()
         self._thread = threading.Thread(target=self._loop, name="tenure-completer", daemon=True)
         self.on_written: Callable[[], None] = lambda: None
@@ -154,9 +154,12 @@ class Completer:
                     return
                 pause = min(pause * 2, RETRY_PAUSE_MAX)
         for (held, ending, delay), outcome in zip(items, outcomes, strict=True):
-            if isinstance(outcome, TenureError):
-                status = telling.status_now(self.store, held.task.id)
-                telling.discarded(held, outcome, status, self.hooks)
-            else:
-                telling.ended(held, ending, outcome, delay, self.hooks)
-            self.holdings.drop(held)
+            try:
+                if isinstance(outcome, TenureError):
+                    self.teller.discarded(held, outcome)
+                else:
+                    self.teller.ended(held, ending, outcome, delay)
+            except Exception:  # telling must never keep an ending from being settled
+                log.exception("telling the ending of task %s failed", held.task.id)
+            finally:
+                self.holdings.drop(held)

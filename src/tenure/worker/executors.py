@@ -27,7 +27,14 @@ from tenure.errors import ConfigError
 from tenure.store.types import Lease
 from tenure.task import Task, TaskError
 from tenure.worker.loops import Cancellation, ThreadLoop
-from tenure.worker.runner import Ending, Raised, is_coroutine_task, run_async, run_in_thread
+from tenure.worker.runner import (
+    Ending,
+    Raised,
+    ending_of_exception,
+    is_coroutine_task,
+    run_async,
+    run_in_thread,
+)
 
 if TYPE_CHECKING:
     from tenure.app import App
@@ -118,9 +125,12 @@ class ThreadExecutor:
         cancellation = Cancellation() if is_coroutine_task(self.app, task) else None
         with self._lock:
             self._running[task.id] = (me, cancellation)
-        ending = None
-        if claim(task.id):
-            ending = run_in_thread(self.app, task, lease, loop, cancellation)
+        ending: Ending | None = None
+        try:
+            if claim(task.id):
+                ending = run_in_thread(self.app, task, lease, loop, cancellation)
+        except BaseException as exc:  # e.g. SystemExit from a task's background coroutine
+            ending = ending_of_exception(exc)
         with self._lock:
             if self._running.get(task.id, (None, None))[0] is me:
                 del self._running[task.id]

@@ -23,9 +23,9 @@ from tenure.errors import StoreError, TenureError
 from tenure.hooks import Hooks
 from tenure.store import Store
 from tenure.task import TaskError
-from tenure.worker import telling
 from tenure.worker.held import Held, Holdings
 from tenure.worker.runner import Ending, Raised
+from tenure.worker.telling import Teller
 
 log = logging.getLogger("tenure.worker")
 
@@ -41,7 +41,7 @@ class Monitor:
         abandon: Callable[[str], None],
         finish: Callable[[Held, Ending], None],
         *,
-        hooks: Hooks | None = None,
+        teller: Teller | None = None,
     ) -> None:
         self.store = store
         self.holdings = holdings
@@ -49,7 +49,7 @@ class Monitor:
         self.interval = lease_seconds / 3
         self.abandon = abandon
         self.finish = finish
-        self.hooks = hooks or Hooks()
+        self.teller = teller or Teller(store, Hooks())
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="tenure-keepalive", daemon=True)
 
@@ -89,7 +89,9 @@ class Monitor:
 
     def keepalive(self) -> None:
         """Extend every held lease in one round trip; abandon what was refused."""
-        held_now = [h for h in self.holdings if not h.ended]
+        # Ended ones too: their endings wait to be written, and a lease that
+        # lapsed meanwhile would make a finished task run again.
+        held_now = list(self.holdings)
         if not held_now:
             return
         sent = time.monotonic()
@@ -102,7 +104,8 @@ class Monitor:
             if not isinstance(outcome, TenureError):
                 held.expires = sent + self.lease_seconds
             elif self.holdings.end(held):
-                self.abandon(held.task.id)
-                status = telling.status_now(self.store, held.task.id)
-                telling.discarded(held, outcome, status, self.hooks)
-                self.holdings.drop(held)
+                try:
+                    self.abandon(held.task.id)
+                    self.teller.discarded(held, outcome)
+                finally:
+                    self.holdings.drop(held)

@@ -11,7 +11,11 @@ what they are.
 from __future__ import annotations
 
 import logging
+import queue
+import threading
 import time
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from tenure.errors import TenureError
@@ -23,6 +27,11 @@ from tenure.worker.held import Held
 from tenure.worker.runner import Ending, Raised, Snoozed, Succeeded
 
 log = logging.getLogger("tenure.worker")
+
+QUEUE_CAPACITY = 10_000
+"""Outcomes that may wait for the hooks before new ones are dropped."""
+CLOSE_TIMEOUT = 5.0
+"""Seconds the hooks get at shutdown to catch up."""
 
 REQUESTED_RETRY = "Retry"
 """The error type of an attempt that ended by ``raise tenure.Retry(...)``."""
@@ -39,40 +48,119 @@ def fields(task: Task, **more: Any) -> dict[str, Any]:
     }
 
 
-def started(held: Held, hooks: Hooks) -> None:
-    """The execution of ``held`` begins."""
-    task = held.task
-    log.info(
-        "task %s %s attempt=%d/%d started",
-        task.id,
-        task.name,
-        task.attempts,
-        task.max_attempts,
-        extra=fields(task, status="running"),
-    )
-    if hooks:
-        hooks.fire(Outcome("started", task))
+class Teller:
+    """Tells what became of the executions of one worker.
 
+    Log lines are written at once. What may be slow runs on a thread of its own,
+    in order: the App's hooks (user code: an HTTP call to an error tracker, say)
+    and the store read that tells a cancellation from a lost lease. So the
+    keepalive, the completer and the async pool's event loop never wait on
+    either. Until :meth:`start`, everything runs inline (for tests of parts).
+    A full queue drops a job with a warning rather than stall the worker.
+    """
 
-def ended(held: Held, ending: Ending, state: TaskState, delay: float | None, hooks: Hooks) -> None:
-    """The store accepted ``ending``; the task is now ``state.status``."""
-    task, duration = held.task, round(time.monotonic() - held.started, 6)
-    head = f"task {task.id} {task.name} attempt={task.attempts}/{task.max_attempts}"
-    extra = fields(task, duration=duration, status=str(state.status))
-    kind: HookKind
-    if isinstance(ending, Succeeded):
-        kind = "succeeded"
-        log.info("%s succeeded in %.3fs", head, duration, extra=extra)
-    elif isinstance(ending, Snoozed):
-        kind, delay = "snoozed", ending.seconds
-        log.info("%s snoozed for %gs (no attempt spent)", head, ending.seconds, extra=extra)
-    else:
-        kind = "failed" if state.status is Status.FAILED else "retrying"
-        _failure(head, ending, kind, delay, extra)
-    if hooks:
+    def __init__(self, store: Store, hooks: Hooks, capacity: int = QUEUE_CAPACITY) -> None:
+        self.store = store
+        self.hooks = hooks
+        self._jobs: queue.Queue[Callable[[], None] | None] = queue.Queue(capacity)
+        self._thread: threading.Thread | None = None
+        self._dropped = 0
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="tenure-hooks", daemon=True)
+        self._thread.start()
+
+    def close(self, timeout: float = CLOSE_TIMEOUT) -> None:
+        """Run what is queued (at most ``timeout`` seconds more), then stop."""
+        if self._thread is not None:
+            self._jobs.put(None)
+            self._thread.join(timeout)
+            if self._thread.is_alive():
+                log.warning("hooks still running after %gs at shutdown; not waiting", timeout)
+
+    def _loop(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            _guarded(job)
+
+    def later(self, job: Callable[[], None]) -> None:
+        if self._thread is None:
+            _guarded(job)
+            return
+        try:
+            self._jobs.put_nowait(job)
+        except queue.Full:
+            self._dropped += 1
+            if self._dropped == 1 or self._dropped % 1000 == 0:
+                log.warning("hooks fall behind: %d outcomes not told to them", self._dropped)
+
+    def fire(self, outcome: Outcome) -> None:
+        if self.hooks:
+            self.later(partial(self.hooks.fire, outcome))
+
+    def started(self, held: Held) -> None:
+        """The execution of ``held`` begins."""
+        task = held.task
+        log.info(
+            "task %s %s attempt=%d/%d started",
+            task.id,
+            task.name,
+            task.attempts,
+            task.max_attempts,
+            extra=fields(task, status="running"),
+        )
+        self.fire(Outcome("started", task))
+
+    def ended(self, held: Held, ending: Ending, state: TaskState, delay: float | None) -> None:
+        """The store accepted ``ending``; the task is now ``state.status``."""
+        task, duration = held.task, round(time.monotonic() - held.started, 6)
+        head = f"task {task.id} {task.name} attempt={task.attempts}/{task.max_attempts}"
+        extra = fields(task, duration=duration, status=str(state.status))
+        kind: HookKind
+        if isinstance(ending, Succeeded):
+            kind = "succeeded"
+            log.info("%s succeeded in %.3fs", head, duration, extra=extra)
+        elif isinstance(ending, Snoozed):
+            kind, delay = "snoozed", ending.seconds
+            log.info("%s snoozed for %gs (no attempt spent)", head, ending.seconds, extra=extra)
+        else:
+            kind = "failed" if state.status is Status.FAILED else "retrying"
+            _failure(head, ending, kind, delay, extra)
         error = ending.error if isinstance(ending, Raised) else None
         result = ending.result if isinstance(ending, Succeeded) else None
-        hooks.fire(Outcome(kind, task, error, result, delay, duration))
+        self.fire(Outcome(kind, task, error, result, delay, duration))
+
+    def discarded(self, held: Held, refusal: TenureError) -> None:
+        """An ending or a keepalive of ``held`` was refused: its lease is gone.
+        Whether it was cancelled takes a store read: done on the hooks' thread."""
+        self.later(partial(self._discarded, held, refusal))
+
+    def _discarded(self, held: Held, refusal: TenureError) -> None:
+        task = held.task
+        head = f"task {task.id} {task.name} attempt={task.attempts}/{task.max_attempts}"
+        status = status_now(self.store, task.id)
+        if status is Status.CANCELLED:
+            log.info(
+                "%s was cancelled; its execution is stopped and any ending ignored",
+                head,
+                extra=fields(task, status=str(status)),
+            )
+            if self.hooks:
+                self.hooks.fire(Outcome("cancelled", task))
+            return
+        log.warning(
+            "%s lost its lease (%s): another worker may hold it now; this execution is "
+            "stopped and its ending ignored",
+            head,
+            refusal,
+            extra=fields(task, error=str(refusal)),
+        )
+
+
+def _guarded(job: Callable[[], None]) -> None:
+    try:
+        job()
+    except Exception:  # a job's own failure must not end the thread that tells the rest
+        log.exception("telling an outcome failed")
 
 
 def _failure(
@@ -107,29 +195,6 @@ def _failure(
         log.error(
             "%s failed for good (%s): %s: %s", head, why, error.type, error.message, extra=extra
         )
-
-
-def discarded(held: Held, refusal: TenureError, status: Status | None, hooks: Hooks) -> None:
-    """An ending (or a keepalive) of ``held`` was refused: its lease is gone.
-    ``status`` is the task's status now, if known."""
-    task = held.task
-    head = f"task {task.id} {task.name} attempt={task.attempts}/{task.max_attempts}"
-    if status is Status.CANCELLED:
-        log.info(
-            "%s was cancelled; its execution is stopped and any ending ignored",
-            head,
-            extra=fields(task, status=str(status)),
-        )
-        if hooks:
-            hooks.fire(Outcome("cancelled", task))
-        return
-    log.warning(
-        "%s lost its lease (%s): another worker may hold it now; this execution is "
-        "stopped and its ending ignored",
-        head,
-        refusal,
-        extra=fields(task, error=str(refusal)),
-    )
 
 
 def status_now(store: Store, task_id: str) -> Status | None:

@@ -33,9 +33,8 @@ from tenure.retry import Backoff
 from tenure.store import ReserveParams, Store
 from tenure.store import validate as check
 from tenure.store.types import Lease, WorkerInfo
-from tenure.store.url import describe_url
+from tenure.store.url import OPEN_RETRY_MAX, describe_url, open_patiently
 from tenure.task import Task
-from tenure.worker import telling
 from tenure.worker.completer import BATCH as ENDINGS_BATCH
 from tenure.worker.completer import Completer
 from tenure.worker.executors import Executor, make_executor
@@ -44,6 +43,7 @@ from tenure.worker.monitor import Monitor
 from tenure.worker.prefetch import Prefetch
 from tenure.worker.registry import Heartbeat, this_host
 from tenure.worker.runner import Ending
+from tenure.worker.telling import Teller
 
 if TYPE_CHECKING:
     from tenure.app import App
@@ -51,14 +51,14 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("tenure.worker")
 
-OPEN_RETRY_MAX = 30.0
-"""Longest wait, in seconds, between attempts to reach the store at start."""
 
 POOLS = ("threads", "processes", "async")
 
 
 class Worker:
     """Runs the tasks of one App. ``run()`` blocks until stopped and returns 0."""
+
+    _teller: Teller  # tells endings and runs hooks; made with the store, in run()
 
     def __init__(
         self,
@@ -150,27 +150,20 @@ class Worker:
         """The App's store, waiting out an outage (``None`` if stopped meanwhile):
         a worker started before its database comes up waits for it. A permanent
         error (no such database, bad credentials) is raised at once."""
-        delay = 1.0
-        while True:
-            try:
-                return self.app.store
-            except StoreUnavailable as exc:
-                log.warning("%s; retrying in %gs", exc, delay)
-                if self._stopping.wait(delay):
-                    return None
-                delay = min(delay * 2, OPEN_RETRY_MAX)
+        return open_patiently(lambda: self.app.store, self._stopping, log)
 
     def _work(self, store: Store) -> None:
-        hooks = self.app.hooks
+        teller = self._teller = Teller(store, self.app.hooks)
         executor = make_executor(self.pool, self.app, self.concurrency)
         completer = Completer(
-            store, self.holdings, self._backoff_of, give_up=self._hurry, hooks=hooks
+            store, self.holdings, self._backoff_of, give_up=self._hurry, teller=teller
         )
         completer.on_written = self._wake.set
         monitor = Monitor(
-            store, self.holdings, self.lease, executor.abandon, completer.put, hooks=hooks
+            store, self.holdings, self.lease, executor.abandon, completer.put, teller=teller
         )
         heartbeat = Heartbeat(store, self.describe, self.heartbeat_interval)
+        teller.start()
         completer.start()
         monitor.start()
         heartbeat.start()
@@ -237,9 +230,10 @@ class Worker:
         try:
             tasks = store.task_reserve(self._reserve_params(limit))
         except StoreError as exc:
-            pause = min(self.poll_interval * 2**self._reserve_failures, OPEN_RETRY_MAX)
+            pause = min(self.poll_interval * 2 ** min(self._reserve_failures, 20), OPEN_RETRY_MAX)
             self._reserve_failures += 1
-            log.warning("reserve failed (%s); retrying in %gs", exc, pause)
+            level = logging.WARNING if isinstance(exc, StoreUnavailable) else logging.ERROR
+            log.log(level, "reserve failed (%s); retrying in %gs", exc, pause)
             self._stopping.wait(pause)
             return []
         if self._reserve_failures:
@@ -277,7 +271,7 @@ class Worker:
         """Let the execution of ``held`` begin, unless it was given up meanwhile."""
         if not self.holdings.claim(held):
             return False
-        telling.started(held, self.app.hooks)
+        self._teller.started(held)
         return True
 
     def describe(self) -> WorkerInfo:
@@ -342,6 +336,7 @@ class Worker:
         completer.close()
         monitor.close()
         executor.close()
+        self._teller.close()
 
     def _release(
         self, store: Store, executor: Executor, helds: list[Held], *, store_down: bool = False

@@ -49,7 +49,7 @@ def connection_kwargs(url: str, role: str) -> dict[str, Any]:
     try:
         given = conninfo.conninfo_to_dict(url)
     except psycopg.ProgrammingError as exc:
-        raise ConfigError(f"invalid PostgreSQL URL: {_first_line(exc)}") from None
+        raise ConfigError(f"invalid PostgreSQL URL: {_parse_error(exc, url)}") from None
     # psycopg prepares a statement after its fifth run on a connection, which
     # spares the server parsing and planning it on every later run. Every query
     # names its result columns, so a statement prepared before another
@@ -98,7 +98,14 @@ def first_connection(url: str, role: str, timeout: float | None = None) -> psyco
     except psycopg.OperationalError as exc:
         raise connect_error(exc, url, f"no answer within {waits} s") from None
     except psycopg.ProgrammingError as exc:  # a value psycopg refuses (connect_timeout=x)
-        raise ConfigError(f"invalid PostgreSQL URL: {_first_line(exc)}") from None
+        raise ConfigError(f"invalid PostgreSQL URL: {_parse_error(exc, url)}") from None
+
+
+def _parse_error(exc: Exception, url: str) -> str:
+    """libpq's complaint about ``url``, unless it could quote part of a password."""
+    if "password" in url.lower():
+        return "it does not parse (its text is not shown: it holds a password)"
+    return _first_line(exc)
 
 
 # The server's reasons that trying again cannot cure, and how to say each one.
@@ -117,7 +124,7 @@ _REFUSALS = (
     (
         re.compile(
             r"authentication failed|no pg_hba\.conf entry|permission denied for database"
-            r"|not permitted to log in|not currently accepting connections|not support SSL"
+            r"|not permitted to log in|not support SSL"
         ),
         'refused the connection (database "{db}"): {reason}',
     ),
