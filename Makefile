@@ -20,6 +20,7 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check src tests examples benchmarks
 	$(BIN)/ruff format --check src tests examples benchmarks
+	$(BIN)/lint-imports
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -29,10 +30,11 @@ unit: $(STAMP)
 
 test: lint typecheck unit
 
-# The benchmark suite (tenure bench): SQLite and PostgreSQL, several minutes.
+# The benchmark suite (benchmarks/suite, never in the wheel): SQLite and PostgreSQL,
+# several minutes; JSON in benchmarks/results/latest.json (--output to change).
 # make bench BENCH_ARGS="--stores sqlite --quick" for a smoke run.
 bench: $(STAMP)
-	$(BIN)/tenure bench $(BENCH_ARGS)
+	$(BIN)/python -m benchmarks.suite $(BENCH_ARGS)
 
 # tenure beside PgQueuer (PostgreSQL) and Huey (SQLite, Redis): the same workload,
 # one run, about 15 minutes. The competitors come from PyPI into a venv of their own

@@ -24,8 +24,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from examples.demo_tasks import app, resize, upload
-from tenure import Event, Status, TaskFilter
+from tenure import Event, Status
 from tenure.cli.output import short_id
+from tenure.store import TaskFilter
 
 ROOT = Path(__file__).resolve().parents[1]
 console = Console()

@@ -1,7 +1,7 @@
 """``make bench-compare``: tenure's workload, side by side, on PgQueuer and Huey.
 
-The same enqueue, drain and pickup measurements as ``tenure bench`` (its sizes,
-from ``tenure.bench.config``), run in one go on:
+The same enqueue, drain and pickup measurements as ``make bench`` (its sizes,
+from ``benchmarks.suite.config``), run in one go on:
 
 - ``tenure-sqlite`` and ``tenure-postgres``: :mod:`.tenure_system`;
 - ``pgqueuer-postgres``: PgQueuer 1.6 (:mod:`.pgqueuer_system`);

@@ -10,9 +10,9 @@ from rich import box
 from rich.table import Table
 
 from benchmarks.compare.system import System
-from tenure.bench import report as bench_report
-from tenure.bench.metrics import Metric
-from tenure.bench.report import UNSTEADY
+from benchmarks.suite import report as bench_report
+from benchmarks.suite.metrics import Metric
+from benchmarks.suite.report import UNSTEADY
 
 WIDTH = 120
 

@@ -16,7 +16,7 @@ cores). For each, with a fresh store per repetition:
   ``mark`` task writes it to a file) minus the enqueuer's ``time.time()`` just
   before the enqueue call; p50/p95/p99.
 
-The sizes are tenure bench's own (``tenure.bench.config``: FULL, or QUICK with
+The sizes are the suite's own (``benchmarks.suite.config``: FULL, or QUICK with
 ``--quick``); each metric is the median of the repetitions, with min and max.
 """
 
@@ -40,11 +40,11 @@ from benchmarks.compare.huey_system import HueySystem
 from benchmarks.compare.pgqueuer_system import PgQueuerSystem
 from benchmarks.compare.system import MARKS_ENV, Settings, System, read_marks, start_workers
 from benchmarks.compare.tenure_system import Tenure
-from tenure.bench import machine
-from tenure.bench.config import FULL, QUICK, Plan
-from tenure.bench.metrics import Metric, percentiles
-from tenure.bench.processes import wait_until
-from tenure.bench.report import write_json
+from benchmarks.suite import machine
+from benchmarks.suite.config import FULL, QUICK, Plan
+from benchmarks.suite.metrics import Metric, percentiles
+from benchmarks.suite.processes import wait_until
+from benchmarks.suite.report import write_json
 
 SYSTEMS: dict[str, Callable[[Settings], System]] = {
     "tenure-sqlite": lambda settings: Tenure("sqlite", settings),

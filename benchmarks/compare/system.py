@@ -22,7 +22,7 @@ from urllib.parse import urlsplit, urlunsplit
 import psycopg
 from psycopg import sql
 
-from tenure.bench.processes import Workers
+from benchmarks.suite.processes import Workers
 
 ROOT = Path(__file__).resolve().parents[2]
 MARKS_ENV = "TENURE_COMPARE_MARKS"

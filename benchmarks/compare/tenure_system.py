@@ -24,8 +24,9 @@ from benchmarks.compare.system import (
     System,
     record_start,
 )
-from tenure import App, Status, TaskFilter, __version__
+from tenure import App, Status, __version__
 from tenure.function import TaskFunction
+from tenure.store import TaskFilter
 
 APP_PATH = "benchmarks.compare.tenure_system:app"
 TOPIC = "compare"
@@ -44,7 +45,7 @@ def build(url: str | None) -> tuple[App, TaskFunction[[], None], TaskFunction[[i
     return app, no_op, mark
 
 
-app, _, _ = build(None)
+app = build(None)[0]
 """What the worker processes run (``--app benchmarks.compare.tenure_system:app``)."""
 
 

@@ -1,4 +1,9 @@
-"""tenure: a durable task queue for Python whose leases can be trusted."""
+"""tenure: a durable task queue for Python whose leases can be trusted.
+
+What task authors use is here; what a store's writers pass across its boundary
+(``NewTask``, ``Completion``, ``Failure``, ``ReserveParams``, ``TaskFilter`` …)
+lives in :mod:`tenure.store`.
+"""
 
 from __future__ import annotations
 
@@ -22,25 +27,12 @@ from tenure.errors import (
     UniqueConflict,
     WrongOwner,
 )
+from tenure.function import TaskFunction
+from tenure.handle import TaskHandle
 from tenure.hooks import Middleware, Outcome
-from tenure.store import (
-    Completion,
-    Event,
-    Failure,
-    Lease,
-    LockPhase,
-    NewTask,
-    OnConflict,
-    Page,
-    ReserveParams,
-    Store,
-    TaskFilter,
-    TaskState,
-    UniqueLock,
-    UniqueRule,
-    open_store,
-)
-from tenure.task import TRANSITIONS, Status, Task, TaskError
+from tenure.retry import Backoff
+from tenure.store import Event, Store, open_store
+from tenure.task import TRANSITIONS, Lease, LockPhase, OnConflict, Status, Task, TaskError
 from tenure.unique import Unique
 
 __version__ = "0.1.0"
@@ -49,12 +41,11 @@ __all__ = [
     "TRANSITIONS",
     "AlreadyDone",
     "App",
-    "Completion",
+    "Backoff",
     "ConfigError",
     "Current",
     "DuplicateTask",
     "Event",
-    "Failure",
     "InvalidInput",
     "InvalidTransition",
     "Lease",
@@ -63,11 +54,8 @@ __all__ = [
     "LeaseLost",
     "LockPhase",
     "Middleware",
-    "NewTask",
     "OnConflict",
     "Outcome",
-    "Page",
-    "ReserveParams",
     "Retry",
     "Snooze",
     "Status",
@@ -78,14 +66,12 @@ __all__ = [
     "TaskCancelled",
     "TaskError",
     "TaskFailed",
-    "TaskFilter",
+    "TaskFunction",
+    "TaskHandle",
     "TaskNotFound",
-    "TaskState",
     "TenureError",
     "Unique",
     "UniqueConflict",
-    "UniqueLock",
-    "UniqueRule",
     "WrongOwner",
     "__version__",
     "current",

@@ -8,13 +8,16 @@ from datetime import datetime
 
 from tenure.errors import TaskNotFound
 from tenure.store import Store, TaskFilter, UniqueLock
+from tenure.store.types import WorkerInfo
 from tenure.store.validate import status as parse_status
 from tenure.task import Status, Task
 
 
 class TaskAdmin:
-    """``app.tasks``: get, list, count, iterate, group, cancel, retry, and the
-    unique locks held."""
+    """``app.tasks``: get, list, count, iterate, group, cancel, retry, the unique
+    locks held and the live workers. The one service that looks at and steers a
+    store for people: the ``tenure`` command goes through it, and so will the HTTP
+    API and the dashboard."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -72,6 +75,10 @@ class TaskAdmin:
             created_to=created_to,
         )
         return self.store.task_count(filters)
+
+    def workers(self) -> builtins.list[WorkerInfo]:
+        """The live workers, as their heartbeats last said."""
+        return self.store.worker_list()
 
     def locks(self, *, limit: int = 1000) -> builtins.list[UniqueLock]:
         """The unique locks held now, oldest first."""

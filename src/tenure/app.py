@@ -8,25 +8,27 @@ with ``@app.task`` can be enqueued by name or run by a worker.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import cached_property
+from collections.abc import Callable, Mapping
+from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
 from tenure.admin import TaskAdmin
-from tenure.errors import ConfigError, InvalidInput
+from tenure.checks import seconds as check_seconds
+from tenure.errors import ConfigError
 from tenure.function import TaskConfig, TaskFunction
 from tenure.handle import TaskHandle
 from tenure.hooks import Hook, HookKind, Hooks, Middleware
 from tenure.ids import default_owner
+from tenure.loading import find
 from tenure.maintenance.periodic import Periodic
+from tenure.maintenance.scheduler import Scheduler
+from tenure.registry import Registry
 from tenure.retry import Backoff
 from tenure.store import DEFAULT_MAX_PAYLOAD_BYTES, Store, open_store, resolve_url
 from tenure.store.url import redact
-from tenure.store.validate import seconds as check_seconds
 from tenure.unique import DEFAULT_TTL, Unique
 
 if TYPE_CHECKING:
-    from tenure.maintenance.scheduler import Scheduler
     from tenure.worker import Worker
 
 P = ParamSpec("P")
@@ -54,12 +56,27 @@ class App:
         self.unique_ttl = check_seconds(unique_ttl, "unique_ttl")
         """Lifetime of a unique lock, in seconds from the task's scheduled time,
         for tasks whose :class:`~tenure.Unique` gives no ``ttl``."""
-        self.registry: dict[str, TaskFunction[Any, Any]] = {}
+        self.registry = Registry(max_payload_bytes=max_payload_bytes)
+        """The declared tasks, and what running them needs: all a worker knows of
+        the App."""
         self.periodics: list[Periodic] = []
-        self.import_path: str | None = None
+
+    @property
+    def hooks(self) -> Hooks:
+        return self.registry.hooks
+
+    @property
+    def middleware(self) -> list[Middleware]:
+        return self.registry.middleware
+
+    @property
+    def import_path(self) -> str | None:
         """``module:attribute`` that finds this App again (child processes need it)."""
-        self.hooks = Hooks()
-        self.middleware: list[Middleware] = []
+        return self.registry.import_path
+
+    @import_path.setter
+    def import_path(self, path: str | None) -> None:
+        self.registry.import_path = path
 
     def use(self, url: str) -> None:
         """Point the App at another store before it is first used (``--url``)."""
@@ -136,10 +153,8 @@ class App:
                 backoff=backoff or Backoff(),
                 unique=unique,
             )
-            if config.name in self.registry:
-                raise ConfigError(f"a task named {config.name!r} is registered already")
             task_function = TaskFunction(self, function, config)
-            self.registry[config.name] = task_function
+            self.registry.add(task_function)
             return task_function
 
         return register if fn is None else register(fn)
@@ -150,13 +165,7 @@ class App:
 
     def lookup(self, name: str) -> TaskFunction[Any, Any]:
         """The registered task called ``name``."""
-        try:
-            return self.registry[name]
-        except KeyError:
-            known = ", ".join(sorted(self.registry)) or "none"
-            raise InvalidInput(
-                "name", f"no task named {name!r} is registered (known: {known})"
-            ) from None
+        return self.registry.lookup(name)
 
     def periodic(
         self,
@@ -200,20 +209,35 @@ class App:
         self.middleware.append(middleware)
 
     def scheduler(self, owner: str | None = None, **options: Any) -> Scheduler:
-        """The scheduler for this App's store; see :class:`tenure.maintenance.Scheduler`."""
-        from tenure.maintenance.scheduler import Scheduler  # noqa: PLC0415
-
+        """The scheduler for this App's store (see
+        :class:`tenure.maintenance.scheduler.Scheduler`)."""
         return Scheduler(self.store, owner or default_owner(), periodics=self.periodics, **options)
 
-    def worker(self, **options: Any) -> Worker:
-        """A worker for this App's tasks; see :class:`tenure.worker.Worker`."""
+    def worker(
+        self,
+        *,
+        scheduler: bool = True,
+        scheduler_options: Mapping[str, Any] | None = None,
+        **options: Any,
+    ) -> Worker:
+        """A worker for this App's tasks (see :class:`tenure.worker.Worker`), hosting
+        the scheduler unless ``scheduler=False`` (``scheduler_options`` go to
+        :meth:`scheduler`). It opens the store when it runs, waiting for it if
+        it is down."""
         from tenure.worker import Worker  # noqa: PLC0415 - the worker is loaded on demand
 
-        return Worker(self, **options)
+        hosted: Callable[[str], Scheduler] | None = None
+        if scheduler:
+            hosted = partial(self.scheduler, **dict(scheduler_options or {}))
+
+        def store() -> Store:
+            return self.store
+
+        return Worker(store, self.registry, scheduler=hosted, store_url=self.url, **options)
 
     def handle(self, task_id: str) -> TaskHandle[Any]:
         """A handle on an existing task, to refresh or wait on it."""
-        return TaskHandle(self, task_id)
+        return TaskHandle(self.store, task_id)
 
     def close(self) -> None:
         """Close the store if it was opened."""
@@ -224,3 +248,12 @@ class App:
 
     def __repr__(self) -> str:
         return f"App({redact(self.url)!r})"
+
+
+def load_app(path: str) -> App:
+    """The App that ``module:attribute`` names (``tasks:app``), found from the
+    current directory first, and told its path (for process-pool children)."""
+    app = find(path, App)
+    module_name, _, attribute = path.partition(":")
+    app.import_path = f"{module_name}:{attribute or 'app'}"
+    return app

@@ -12,8 +12,7 @@ from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from tenure.store.types import Lease
-from tenure.task import Task
+from tenure.task import Lease, Task
 
 
 class ControlFlow(Exception):

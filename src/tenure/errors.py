@@ -15,6 +15,7 @@ one case. The tree::
     │   └── LeaseLost           the lease was revoked or replaced by a newer one
     ├── TaskFailed              a task waited on ended failed (carries the task)
     ├── TaskCancelled           a task waited on ended cancelled (carries the task)
+    ├── UniqueConflict          a unique task's lock is held by another task
     ├── StoreError              the store failed (driver error, bad schema, bad URL)
     │   └── StoreUnavailable    the store cannot be reached now; try again later
     └── ConfigError             tenure was set up wrongly

@@ -14,19 +14,35 @@ import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol, TypeVar
 
+from tenure.checks import seconds as check_seconds
 from tenure.errors import InvalidInput, UniqueConflict
-from tenure.hooks import task_headers
+from tenure.handle import TaskHandle
+from tenure.hooks import Middleware, task_headers
 from tenure.ids import new_id
 from tenure.retry import Backoff
-from tenure.store.types import NewTask, OnConflict, UniqueRule
-from tenure.store.validate import seconds as check_seconds
+from tenure.store.types import NewTask
+from tenure.task import OnConflict, UniqueRule
 from tenure.unique import Unique, lock_key
 
 if TYPE_CHECKING:
-    from tenure.app import App
-    from tenure.handle import TaskHandle
+    from tenure.store import Store
+
+
+class Enqueuer(Protocol):
+    """What a task function needs of its App to enqueue: the store to write to, the
+    unique locks' default lifetime, and the middleware that sees each enqueue."""
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def unique_ttl(self) -> float: ...
+
+    @property
+    def middleware(self) -> list[Middleware]: ...
+
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -80,7 +96,7 @@ class TaskFunction(Generic[P, R]):
 
     def __init__(
         self,
-        app: App,
+        app: Enqueuer,
         fn: Callable[P, R],
         config: TaskConfig,
         options: EnqueueOptions | None = None,
@@ -176,8 +192,6 @@ class TaskFunction(Generic[P, R]):
     def _create(self, tasks: list[NewTask]) -> list[TaskHandle[R]]:
         """Store ``tasks``; a conflicting unique task is rejected (a handle that
         says so) or raises ``UniqueConflict``, as its rule says."""
-        from tenure.handle import TaskHandle  # noqa: PLC0415 - handle imports app types
-
         tasks = [self.prepared(task) for task in tasks]
         rejected: dict[int, UniqueConflict] = {}
         while True:
@@ -190,9 +204,13 @@ class TaskFunction(Generic[P, R]):
             except UniqueConflict as conflict:
                 # The batch wrote nothing: drop the rejected items and write the rest.
                 rejected.update(self._rejections(conflict, kept, tasks))
-        handles: list[TaskHandle[R]] = [TaskHandle(self.app, task.id, task) for task in created]
+        handles: list[TaskHandle[R]] = [
+            TaskHandle(self.app.store, task.id, task) for task in created
+        ]
         for index, refusal in sorted(rejected.items()):
-            handles.insert(index, TaskHandle(self.app, tasks[index].id or "", rejected=refusal))
+            handles.insert(
+                index, TaskHandle(self.app.store, tasks[index].id or "", rejected=refusal)
+            )
         return handles
 
     def prepared(self, task: NewTask) -> NewTask:

@@ -9,7 +9,7 @@ from tenure.errors import TaskCancelled, TaskFailed, TaskNotFound, UniqueConflic
 from tenure.task import Status, Task
 
 if TYPE_CHECKING:
-    from tenure.app import App
+    from tenure.store import Store
 
 R = TypeVar("R")
 
@@ -22,13 +22,13 @@ class TaskHandle(Generic[R]):
 
     def __init__(
         self,
-        app: App,
+        store: Store,
         task_id: str,
         task: Task | None = None,
         *,
         rejected: UniqueConflict | None = None,
     ) -> None:
-        self.app = app
+        self.store = store
         self.id = task_id
         self.task = task
         self.rejected = rejected
@@ -51,7 +51,7 @@ class TaskHandle(Generic[R]):
         ``UniqueConflict``: it was never created)."""
         if self.rejected is not None:
             raise self.rejected
-        task = self.app.store.task_get(self.id)
+        task = self.store.task_get(self.id)
         if task is None:
             raise TaskNotFound(self.id)
         self.task = task

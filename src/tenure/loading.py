@@ -14,12 +14,12 @@ import os
 import sys
 import traceback
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TypeVar
 
 from tenure.errors import ConfigError
+from tenure.registry import Registry
 
-if TYPE_CHECKING:
-    from tenure.app import App
+T = TypeVar("T")
 
 
 class AppImportError(ConfigError):
@@ -31,20 +31,26 @@ class AppImportError(ConfigError):
         self.traceback = trace
 
 
-def load_app(path: str) -> App:
-    """Import ``module:attribute`` (``attribute`` defaults to ``app``) and check it."""
-    from tenure.app import App  # noqa: PLC0415 - avoids an import cycle at module load
-
+def find(path: str, kind: type[T], what: str = "tenure.App") -> T:
+    """The ``kind`` object that ``module:attribute`` names (``attribute``
+    defaults to ``app``), imported from the current directory first."""
     module_name, _, attribute = path.partition(":")
     if not module_name or path.count(":") > 1:
         raise ConfigError(f"--app must be 'module:attribute' (like tasks:app), got {path!r}")
     module = _import(module_name)
-    attribute = attribute or "app"
-    app = getattr(module, attribute, None)
-    if not isinstance(app, App):
-        raise ConfigError(_not_an_app(module, module_name, attribute, app, App))
-    app.import_path = f"{module_name}:{attribute}"
-    return app
+    found = getattr(module, attribute or "app", None)
+    if not isinstance(found, kind):
+        raise ConfigError(_not_found(module, attribute or "app", kind, what))
+    return found
+
+
+def load_registry(path: str) -> Registry:
+    """The task registry of the App at ``path``, as a process-pool child finds it."""
+    registry = getattr(find(path, object), "registry", None)
+    if not isinstance(registry, Registry):
+        raise ConfigError(f"{path!r} is not a tenure.App: it has no task registry")
+    registry.import_path = path
+    return registry
 
 
 def _import(module_name: str) -> ModuleType:
@@ -70,15 +76,14 @@ def _raised_inside(module_name: str, exc: BaseException) -> AppImportError:
     return AppImportError(message, trace)
 
 
-def _not_an_app(
-    module: ModuleType, module_name: str, attribute: str, found: object, app_type: type
-) -> str:
-    apps = [name for name, value in vars(module).items() if isinstance(value, app_type)]
+def _not_found(module: ModuleType, attribute: str, kind: type, what: str) -> str:
+    module_name, found = module.__name__, getattr(module, attribute, None)
+    apps = [name for name, value in vars(module).items() if isinstance(value, kind)]
     if found is None and not hasattr(module, attribute):
-        what = f"{module_name} has no attribute {attribute!r}"
+        wrong = f"{module_name} has no attribute {attribute!r}"
     else:
-        what = f"{module_name}:{attribute} is a {type(found).__name__}, not a tenure.App"
+        wrong = f"{module_name}:{attribute} is a {type(found).__name__}, not a {what}"
     if not apps:
-        return f"{what}, and defines no tenure.App"
+        return f"{wrong}, and defines no {what}"
     close = difflib.get_close_matches(attribute, apps, n=1) or apps[:1]
-    return f"{what}; did you mean {module_name}:{close[0]}?"
+    return f"{wrong}; did you mean {module_name}:{close[0]}?"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from tenure.store.validate import integer, number, seconds
+from tenure.checks import integer, number, seconds
 
 
 @dataclass(frozen=True, slots=True)

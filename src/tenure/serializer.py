@@ -13,11 +13,20 @@ from typing import Any
 
 from tenure.errors import InvalidInput
 
+
+class JsonText(str):
+    """JSON text as :func:`dumps` made it, checked and measured (``size`` in UTF-8
+    bytes): a worker encodes a task's result once, to check it, and hands this to
+    the store, which then need not encode it again."""
+
+    size: int
+
+
 _encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 _decode = json.JSONDecoder().decode
 
 
-def dumps(value: Any, field: str, max_bytes: int | None = None) -> str:
+def dumps(value: Any, field: str, max_bytes: int | None = None) -> JsonText:
     """Encode ``value`` as compact JSON; ``field`` names it in any error."""
     try:
         text = _encoder.encode(value)
@@ -31,9 +40,15 @@ def dumps(value: Any, field: str, max_bytes: int | None = None) -> str:
         size = len(text.encode("utf-8"))
     except UnicodeEncodeError:
         raise InvalidInput(field, "contains a lone surrogate; not valid Unicode") from None
+    check_size(size, field, max_bytes)
+    encoded = JsonText(text)
+    encoded.size = size
+    return encoded
+
+
+def check_size(size: int, field: str, max_bytes: int | None) -> None:
     if max_bytes is not None and size > max_bytes:
         raise InvalidInput(field, f"is {size} bytes of JSON, over the limit of {max_bytes}")
-    return text
 
 
 def loads(text: str | bytes | None) -> Any:

@@ -121,3 +121,46 @@ class Task:
     def finished(self) -> bool:
         """Whether the task has reached done, failed or cancelled."""
         return self.status in FINISHED
+
+
+# -- values shared by the task's code, its declaration and the store --------------
+
+
+class LockPhase(StrEnum):
+    """When a unique task holds its lock (Cloudtasker's lock names)."""
+
+    UNTIL_EXECUTING = "until_executing"  # enqueue → start
+    WHILE_EXECUTING = "while_executing"  # start → end
+    UNTIL_EXECUTED = "until_executed"  # enqueue → end
+
+
+class OnConflict(StrEnum):
+    """What happens to a unique task whose lock is held by another."""
+
+    REJECT = "reject"  # not created at enqueue; cancelled at start
+    RAISE = "raise"  # UniqueConflict to the caller; a failed attempt at start
+    RESCHEDULE = "reschedule"  # (while_executing) back to pending, retry_in seconds later
+
+
+@dataclass(frozen=True, slots=True)
+class UniqueRule:
+    """A task's uniqueness as the store enforces it: the lock ``key``, when it is
+    held, what a conflict does, the lock's time to live (from the scheduled time,
+    or from the start for ``while_executing``) and the delay of a reschedule, or
+    of the retry after a ``raise`` conflict at start."""
+
+    key: str
+    lock: LockPhase
+    on_conflict: OnConflict = OnConflict.REJECT
+    ttl: float = 600.0
+    retry_in: float = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """What a holder names on every write: the task, who holds it, and the token
+    its reservation was granted. A newer reservation carries a newer token."""
+
+    task_id: str
+    owner: str
+    token: int

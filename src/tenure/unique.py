@@ -19,9 +19,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tenure import checks
 from tenure.errors import InvalidInput
-from tenure.store import validate
-from tenure.store.types import LockPhase, OnConflict, UniqueRule
+from tenure.task import LockPhase, OnConflict, UniqueRule
 
 DEFAULT_TTL = 600.0
 """Seconds a lock lives from the task's scheduled time, unless the App or the
@@ -60,7 +60,7 @@ class Unique:
 
     def rule(self, key: str, default_ttl: float) -> UniqueRule:
         """The rule the store enforces for one task whose lock key is ``key``."""
-        return validate.unique_rule(
+        return checks.unique_rule(
             UniqueRule(
                 key=key,
                 lock=self.lock,  # type: ignore[arg-type]  # validated into the enum

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from tenure import Event, Lease, NewTask, ReserveParams, Status, Store, Task, TaskError
+from tenure import Event, Lease, Status, Store, Task, TaskError
+from tenure.store import NewTask, ReserveParams
 
 OWNER = "worker-1"
 

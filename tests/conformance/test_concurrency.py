@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tenure import Completion, Lease, ReserveParams, Status, Store, TaskFilter, open_store
+from tenure import Lease, Status, Store, open_store
+from tenure.store import Completion, ReserveParams, TaskFilter
 from tests.conformance.support import new
 
 TASKS = 3000

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tenure import DuplicateTask, Status, Store
-from tenure.store.types import LockPhase, UniqueRule
+from tenure.task import LockPhase, UniqueRule
 from tests.conformance.support import events_since, in_, last_event_id, new
 
 

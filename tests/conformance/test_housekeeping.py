@@ -8,17 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tenure import (
-    InvalidInput,
-    LeaseLost,
-    LockPhase,
-    Status,
-    Store,
-    TaskFilter,
-    UniqueRule,
-    open_store,
-)
+from tenure import InvalidInput, LeaseLost, LockPhase, Status, Store, open_store
 from tenure.maintenance.scheduler import Scheduler
+from tenure.store import TaskFilter, UniqueRule
 from tenure.store.types import LeaderLease, WorkerInfo
 from tests.conformance.support import FakeClock, events_since, new, reach
 

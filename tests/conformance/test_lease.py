@@ -8,19 +8,18 @@ import pytest
 
 from tenure import (
     AlreadyDone,
-    Completion,
-    Failure,
+    InvalidInput,
     InvalidTransition,
     Lease,
     LeaseExpired,
     LeaseLost,
-    ReserveParams,
     Status,
     Store,
     TaskNotFound,
-    TaskState,
     WrongOwner,
+    serializer,
 )
+from tenure.store import Completion, Failure, ReserveParams, TaskState
 from tests.conformance.support import (
     ERROR,
     OWNER,
@@ -31,6 +30,7 @@ from tests.conformance.support import (
     reach,
     reserve_one,
 )
+from tests.conftest import StoreFactory
 
 # -- extend ---------------------------------------------------------------------
 
@@ -135,6 +135,31 @@ def test_complete_many_in_one_call(store: Store) -> None:
     ]
     stored = [store.task_get(lease.task_id) for lease in leases]
     assert [getattr(t, "result", None) for t in stored] == [0, 1, 2, 3]
+
+
+def test_a_result_encoded_by_the_caller_is_written_as_it_is(store: Store) -> None:
+    store.task_create_many([new(), new()])
+    first, second = reserve_one(store)[1], reserve_one(store)[1]
+    encoded = serializer.dumps({"rows": [1, 2]}, "result")
+    # The result given beside it is not encoded again: the text is what is stored.
+    [state] = store.task_complete_many([Completion(first, {"ignored": True}, encoded)])
+    assert state.status is Status.DONE
+    done = store.task_get(first.task_id)
+    assert done is not None and done.result == {"rows": [1, 2]}
+    with pytest.raises(InvalidInput) as refused:  # only text that dumps() made
+        store.task_complete_many([Completion(second, 1, '{"forged": 1}')])  # type: ignore[arg-type]
+    assert refused.value.field == "encoded"
+
+
+def test_the_store_limit_applies_to_an_encoded_result(make_store: StoreFactory) -> None:
+    store = make_store(max_payload_bytes=64)
+    store.task_create(new())
+    _, lease = reserve_one(store)
+    over = serializer.dumps("x" * 100, "result")  # checked against no limit, or a larger one
+    with pytest.raises(InvalidInput, match="over the limit of 64"):
+        store.task_complete_many([Completion(lease, None, over)])
+    held = store.task_get(lease.task_id)
+    assert held is not None and held.status is Status.RUNNING  # nothing was written
 
 
 def test_fail_without_retry_ends_failed_with_error(store: Store) -> None:

@@ -6,7 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tenure import InvalidInput, Status, Store, TaskFilter
+from tenure import InvalidInput, Status, Store
+from tenure.store import TaskFilter
 from tenure.store import cursor as cursors
 from tests.conformance.support import new, reach, reserve_one
 

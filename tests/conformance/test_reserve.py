@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from tenure import ReserveParams, Status, Store
+from tenure import Status, Store
+from tenure.store import ReserveParams
 from tests.conformance.support import OWNER, events_since, in_, last_event_id, new
 
 

@@ -25,16 +25,8 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from tenure import (
-    Lease,
-    NewTask,
-    ReserveParams,
-    Status,
-    Store,
-    TaskError,
-    TenureError,
-    open_store,
-)
+from tenure import Lease, Status, Store, TaskError, TenureError, open_store
+from tenure.store import NewTask, ReserveParams
 from tests.conftest import _empty_postgres
 
 ERROR = TaskError("E", "boom")

@@ -6,8 +6,9 @@ import time
 
 import pytest
 
-from tenure import ReserveParams, Status, Store
+from tenure import Status, Store
 from tenure.maintenance.supervisor import Supervisor
+from tenure.store import ReserveParams
 from tests.conformance.support import FakeClock, new, reserve_one
 
 

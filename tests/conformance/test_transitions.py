@@ -12,16 +12,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from tenure import (
-    InvalidTransition,
-    Lease,
-    LeaseError,
-    ReserveParams,
-    Status,
-    Store,
-    Task,
-    TaskNotFound,
-)
+from tenure import InvalidTransition, Lease, LeaseError, Status, Store, Task, TaskNotFound
+from tenure.store import ReserveParams
 from tenure.task import CANCELLABLE, RETRYABLE, TRANSITIONS
 from tests.conformance.support import ERROR, OWNER, events_since, last_event_id, reach
 

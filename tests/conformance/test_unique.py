@@ -7,17 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tenure import (
-    LockPhase,
-    OnConflict,
-    ReserveParams,
-    Status,
-    Store,
-    Task,
-    TaskFilter,
-    UniqueConflict,
-    UniqueRule,
-)
+from tenure import LockPhase, OnConflict, Status, Store, Task, UniqueConflict
+from tenure.store import ReserveParams, TaskFilter, UniqueRule
 from tests.conformance.support import ERROR, events_since, last_event_id, lease_of, new
 
 UNTIL_EXECUTING = LockPhase.UNTIL_EXECUTING

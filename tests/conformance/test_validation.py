@@ -7,17 +7,9 @@ from typing import Any
 
 import pytest
 
-from tenure import (
-    InvalidInput,
-    Lease,
-    LeaseLost,
-    NewTask,
-    ReserveParams,
-    Store,
-    TaskError,
-    TaskFilter,
-)
-from tenure.store.validate import MAX_NAME_LENGTH
+from tenure import InvalidInput, Lease, LeaseLost, Store, TaskError
+from tenure.checks import MAX_NAME_LENGTH
+from tenure.store import NewTask, ReserveParams, TaskFilter
 from tests.conformance.support import OWNER, last_event_id, new, reserve_one
 
 

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = ROOT / ".venv-compare" / "bin" / "python"
-# The measurements both suites make (tenure bench also measures the store alone).
+# The measurements both suites make (make bench also measures the store alone).
 EXPECTED = {key for key in BENCH_KEYS if key.split(".")[0] in ("enqueue", "drain", "pickup")}
 
 

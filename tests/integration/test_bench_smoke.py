@@ -1,16 +1,19 @@
-"""``tenure bench --quick`` on SQLite: the suite runs end to end (real worker
-processes included) and writes JSON of the documented shape."""
+"""``make bench`` in quick mode, on SQLite: ``python -m benchmarks.suite`` runs end
+to end (real worker processes included) and writes JSON of the documented shape.
+It runs as ``make bench`` runs it, in a process of its own from the checkout's root."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tenure.cli import main
-
 pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
 
 EXPECTED = {
     "enqueue.single",
@@ -29,13 +32,18 @@ EXPECTED = {
 }
 
 
-def test_quick_run_on_sqlite_writes_every_measurement(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    output = tmp_path / "results" / "bench.json"
-    argv = ["bench", "--quick", "--stores", "sqlite", "--repeat", "1", "--output", str(output)]
+def suite(*args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m benchmarks.suite`` with ``args``, from the checkout's root."""
+    argv = [sys.executable, "-m", "benchmarks.suite", *args]
+    return subprocess.run(argv, check=False, cwd=ROOT, capture_output=True, text=True, timeout=240)
 
-    assert main(argv) == 0
+
+def test_quick_run_on_sqlite_writes_every_measurement(tmp_path: Path) -> None:
+    output = tmp_path / "results" / "bench.json"
+
+    done = suite("--quick", "--stores", "sqlite", "--repeat", "1", "--output", str(output))
+
+    assert done.returncode == 0, done.stderr[-3000:]
 
     document = json.loads(output.read_text())
     assert document["quick"] is True
@@ -53,9 +61,14 @@ def test_quick_run_on_sqlite_writes_every_measurement(
         assert result["unit"]
     growth = next(r for r in results if r["key"] == "memory.growth")["params"]
     assert growth["tasks"] == 20_000 and growth["readings"][-1][0] == 20_000
-    assert "tenure bench" in capsys.readouterr().out
+    assert "median of 1 run (min-max)" in done.stdout
+    assert f"JSON written to {output}" in done.stdout
 
 
 def test_unknown_store_is_refused(tmp_path: Path) -> None:
-    assert main(["bench", "--stores", "mongo", "--output", str(tmp_path / "x.json")]) == 2
+    done = suite("--stores", "mongo", "--output", str(tmp_path / "x.json"))
+
+    assert done.returncode == 2
+    assert done.stderr.strip().startswith("error: --stores takes some of sqlite, postgres")
+    assert len(done.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "x.json").exists()

@@ -200,7 +200,7 @@ def test_a_worker_continues_the_trace_of_the_enqueuing_process(
 ) -> None:
     provider, exporter = tracing
     # This process traces its enqueues in memory; the worker, to the JSON lines file.
-    monkeypatch.setattr(traced.app, "middleware", [TracingMiddleware(provider)])
+    monkeypatch.setattr(traced.app.registry, "middleware", [TracingMiddleware(provider)])
     ok = enqueue(store, traced.succeeds, 21)
     awaited = enqueue(store, traced.awaits, 41)
     bad = enqueue(store, traced.fails)

@@ -9,18 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tenure import (
-    Completion,
-    DuplicateTask,
-    Failure,
-    Lease,
-    NewTask,
-    ReserveParams,
-    Status,
-    Store,
-    TaskError,
-)
-from tenure.store import StateOutcome
+from tenure import DuplicateTask, Lease, Status, Store, TaskError
+from tenure.store import Completion, Failure, NewTask, ReserveParams, StateOutcome
 from tenure.store.postgres import statements
 from tenure.store.postgres.backend import PostgresStore
 from tenure.store.sqlite.backend import SQLiteStore

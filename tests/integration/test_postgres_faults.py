@@ -12,7 +12,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from tenure import Completion, Lease, NewTask, ReserveParams, Status, StoreUnavailable
+from tenure import Lease, Status, StoreUnavailable
+from tenure.store import Completion, NewTask, ReserveParams
 from tenure.store.postgres.backend import PostgresStore
 from tests.conftest import _empty_postgres
 

@@ -15,7 +15,8 @@ from urllib.parse import quote
 import psycopg
 import pytest
 
-from tenure import NewTask, Status, StoreError
+from tenure import Status, StoreError
+from tenure.store import NewTask
 from tenure.store.postgres import statements
 from tenure.store.postgres.backend import ACQUIRE_ATTEMPTS, PostgresStore
 from tenure.store.types import WorkerInfo

@@ -13,8 +13,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tenure import App, NewTask
+from tenure import App
 from tenure.cli import main
+from tenure.store import NewTask
 from tenure.store.postgres import schema
 from tenure.store.postgres.backend import PostgresStore
 from tenure.store.sqlfile import migrations

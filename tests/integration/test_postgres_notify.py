@@ -12,7 +12,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from tenure import NewTask
+from tenure.store import NewTask
 from tenure.store.postgres.backend import PostgresStore
 from tests.conftest import _empty_postgres
 

@@ -10,7 +10,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from tenure import Lease, NewTask, ReserveParams
+from tenure import Lease
+from tenure.store import NewTask, ReserveParams
 from tenure.store.postgres.backend import PostgresStore
 from tenure.store.postgres.schema import Q
 from tests.conftest import _empty_postgres

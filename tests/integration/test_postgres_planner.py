@@ -19,7 +19,8 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
-from tenure import Completion, Lease, NewTask, ReserveParams, Status, TaskFilter
+from tenure import Lease, Status
+from tenure.store import Completion, NewTask, ReserveParams, TaskFilter
 from tenure.store.postgres.backend import PostgresStore
 from tests.conftest import POSTGRES_URL, _with_database
 

@@ -9,7 +9,8 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
-from tenure import DuplicateTask, NewTask, StoreError
+from tenure import DuplicateTask, StoreError
+from tenure.store import NewTask
 from tenure.store.postgres.backend import PostgresStore
 from tests.conftest import _empty_postgres
 

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from tenure import Event, Status, Store, TaskFilter
+from tenure import Event, Status, Store
+from tenure.store import TaskFilter
 from tests.apps import basic
 from tests.integration.workers import (
     FAKETIME_LIB,

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tenure import ConfigError, DuplicateTask, NewTask, StoreError
+from tenure import ConfigError, DuplicateTask, StoreError
+from tenure.store import NewTask
 from tenure.store.sqlite.backend import SQLiteStore
 
 

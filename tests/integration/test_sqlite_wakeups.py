@@ -7,7 +7,8 @@ import threading
 import time
 from pathlib import Path
 
-from tenure import NewTask, open_store
+from tenure import open_store
+from tenure.store import NewTask
 from tenure.store.sqlite.backend import SQLiteStore
 
 

@@ -13,8 +13,8 @@ import psycopg
 import pytest
 from psycopg import conninfo
 
-from tenure import ConfigError, NewTask
-from tenure.store import open_store
+from tenure import ConfigError
+from tenure.store import NewTask, open_store
 from tenure.store.migrate import migrate_store, migration_sql, pending_migrations
 from tenure.store.sqlfile import migrations
 from tenure.store.url import describe_url, parse_url, redact

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 import tenure
-from tenure import InvalidInput, ReserveParams, Status, TaskFilter, Unique, UniqueConflict
+from tenure import InvalidInput, Status, Unique, UniqueConflict
+from tenure.store import ReserveParams, TaskFilter
 
 
 @pytest.fixture

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tenure import Status, Store, TaskFilter
+from tenure import Status, Store
+from tenure.store import TaskFilter
 from tests.apps import unique
 from tests.integration.workers import WorkerProcess, enqueue
 

@@ -12,8 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tenure import NewTask, Store, Task
+from tenure import Store, Task
 from tenure.function import TaskFunction
+from tenure.store import NewTask
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = "tests.apps.basic:app"

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 import tenure
-from tenure import ConfigError, InvalidInput, Lease, ReserveParams, Status
+from tenure import ConfigError, InvalidInput, Lease, Status
 from tenure.errors import TaskCancelled, TaskFailed
+from tenure.store import ReserveParams
 from tenure.task import TaskError
 
 

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tenure import LockPhase, NewTask, Status, UniqueRule, cli, open_store
+from tenure import LockPhase, Status, cli, open_store
 from tenure.cli import main
+from tenure.store import NewTask, UniqueRule
 
 
 def test_cli_lists_shows_cancels_and_retries(

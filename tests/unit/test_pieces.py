@@ -11,6 +11,7 @@ import tenure
 from tenure import ConfigError, InvalidInput
 from tenure.ids import new_id
 from tenure.serializer import dumps, loads
+from tenure.store import NewTask
 from tenure.store import cursor as cursors
 from tenure.store.sqlfile import load_queries, migrations
 from tenure.store.url import DEFAULT_URL, open_store, redact, resolve_url
@@ -75,21 +76,22 @@ def test_app_defaults_to_sqlite_in_the_working_directory(
     app = tenure.App()
     assert app.url == "sqlite:///tenure.db"
     assert not (tmp_path / "tenure.db").exists()  # nothing opened yet
-    app.store.task_create(tenure.NewTask(topic="t", name="n"))
+    app.store.task_create(NewTask(topic="t", name="n"))
     assert (tmp_path / "tenure.db").exists()
     app.close()
 
 
 def test_sqlite_url_options(tmp_path: Path) -> None:
     store = open_store(f"sqlite:///{tmp_path / 'x.db'}?synchronous=normal&busy_timeout=5")
-    store.task_create(tenure.NewTask(topic="t", name="n"))
+    store.task_create(NewTask(topic="t", name="n"))
     store.close()
 
 
 def test_closing_a_store_in_use_by_another_thread_is_safe(tmp_path: Path) -> None:
     import threading
 
-    from tenure import ReserveParams, StoreError
+    from tenure import StoreError
+    from tenure.store import ReserveParams
 
     store = open_store(f"sqlite:///{tmp_path / 'x.db'}")
     started = threading.Event()

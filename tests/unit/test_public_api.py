@@ -3,21 +3,22 @@
 from __future__ import annotations
 
 import tenure
+import tenure.store
 from tenure.errors import LeaseError, TenureError
 
 
 def test_exported_names_are_pinned() -> None:
+    """What task authors use, at the top; a store's boundary types in tenure.store."""
     assert sorted(tenure.__all__) == sorted(
         [
             "TRANSITIONS",
             "AlreadyDone",
             "App",
-            "Current",
-            "Completion",
+            "Backoff",
             "ConfigError",
+            "Current",
             "DuplicateTask",
             "Event",
-            "Failure",
             "InvalidInput",
             "InvalidTransition",
             "Lease",
@@ -26,11 +27,8 @@ def test_exported_names_are_pinned() -> None:
             "LeaseLost",
             "LockPhase",
             "Middleware",
-            "NewTask",
             "OnConflict",
             "Outcome",
-            "Page",
-            "ReserveParams",
             "Retry",
             "Snooze",
             "Status",
@@ -41,14 +39,12 @@ def test_exported_names_are_pinned() -> None:
             "TaskCancelled",
             "TaskError",
             "TaskFailed",
-            "TaskFilter",
-            "TaskState",
+            "TaskFunction",
+            "TaskHandle",
             "TaskNotFound",
             "TenureError",
             "Unique",
             "UniqueConflict",
-            "UniqueLock",
-            "UniqueRule",
             "WrongOwner",
             "__version__",
             "current",
@@ -57,6 +53,25 @@ def test_exported_names_are_pinned() -> None:
     )
     for name in tenure.__all__:
         assert getattr(tenure, name) is not None
+
+
+def test_the_store_boundary_types_are_in_tenure_store() -> None:
+    for name in (
+        "Completion",
+        "Failure",
+        "NewTask",
+        "Page",
+        "ReserveParams",
+        "TaskFilter",
+        "TaskState",
+        "UniqueLock",
+        "UniqueRule",
+        "Lease",
+        "Store",
+        "open_store",
+    ):
+        assert name in tenure.store.__all__
+        assert getattr(tenure.store, name) is not None
 
 
 def test_control_flow_signals_are_not_errors() -> None:

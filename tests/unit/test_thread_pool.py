@@ -51,7 +51,7 @@ def test_abandoning_a_stuck_execution_gives_the_pool_a_new_thread() -> None:
     def deliver(task_id: str, ending: Ending) -> None:
         endings.put((task_id, ending))
 
-    pool = ThreadExecutor(app, slots=1)
+    pool = ThreadExecutor(app.registry, slots=1)
     release.clear()
     running.clear()
     pool.submit(running_task(blocks, "stuck"), Lease("stuck", "w", 1), deliver, claim)
@@ -66,7 +66,7 @@ def test_abandoning_a_stuck_execution_gives_the_pool_a_new_thread() -> None:
 
 def test_threads_are_reused() -> None:
     endings: queue.Queue[tuple[str, Ending]] = queue.Queue()
-    pool = ThreadExecutor(app, slots=1)
+    pool = ThreadExecutor(app.registry, slots=1)
     for i in range(3):
         pool.submit(
             running_task(thread_name, f"t{i}"),
@@ -84,7 +84,7 @@ def test_threads_are_reused() -> None:
 
 def test_a_task_whose_claim_fails_never_runs() -> None:
     endings: queue.Queue[tuple[str, Ending]] = queue.Queue()
-    pool = ThreadExecutor(app, slots=1)
+    pool = ThreadExecutor(app.registry, slots=1)
     refused.add("released")  # e.g. released at shutdown while it waited
     pool.submit(
         running_task(thread_name, "released"),
@@ -185,7 +185,7 @@ def ending_of(pool: ThreadExecutor, endings: Endings, function: TaskFunction[Any
 
 
 def test_an_async_task_returns_its_result_and_sees_its_current_task(endings: Endings) -> None:
-    pool = ThreadExecutor(app, slots=1)
+    pool = ThreadExecutor(app.registry, slots=1)
     ending = ending_of(pool, endings, async_current)
     pool.close()
     assert isinstance(ending, Succeeded)
@@ -194,7 +194,7 @@ def test_an_async_task_returns_its_result_and_sees_its_current_task(endings: End
 
 
 def test_an_async_task_that_raises_fails_with_its_traceback(endings: Endings) -> None:
-    pool = ThreadExecutor(app, slots=1)
+    pool = ThreadExecutor(app.registry, slots=1)
     ending = ending_of(pool, endings, async_fails)
     pool.close()
     assert isinstance(ending, Raised) and not ending.final
@@ -205,7 +205,7 @@ def test_an_async_task_that_raises_fails_with_its_traceback(endings: Endings) ->
 def test_abandoning_an_async_execution_cancels_it_and_its_thread_serves_on(
     endings: Endings,
 ) -> None:
-    pool = ThreadExecutor(app, slots=1, cancel_grace=60)  # never taken for stuck here
+    pool = ThreadExecutor(app.registry, slots=1, cancel_grace=60)  # never taken for stuck here
     submit(pool, endings, async_waits, "waits")
     assert started.wait(10)
     pool.abandon("waits")  # e.g. its timeout passed
@@ -218,7 +218,7 @@ def test_abandoning_an_async_execution_cancels_it_and_its_thread_serves_on(
 
 
 def test_a_coroutine_that_blocks_its_loop_gets_its_thread_replaced(endings: Endings) -> None:
-    pool = ThreadExecutor(app, slots=1, cancel_grace=0.05)
+    pool = ThreadExecutor(app.registry, slots=1, cancel_grace=0.05)
     submit(pool, endings, async_blocks, "stuck")
     assert running.wait(10)
     pool.abandon("stuck")  # cancelled, but its loop is blocked: after the grace...
@@ -234,7 +234,7 @@ def test_a_coroutine_that_blocks_its_loop_gets_its_thread_replaced(endings: Endi
 
 
 def test_a_thread_keeps_one_loop_until_the_pool_closes(endings: Endings) -> None:
-    pool = ThreadExecutor(app, slots=1)
+    pool = ThreadExecutor(app.registry, slots=1)
     for _ in range(2):
         assert isinstance(ending_of(pool, endings, async_current), Succeeded)
     (thread, loop), (again, same) = seen
@@ -244,7 +244,7 @@ def test_a_thread_keeps_one_loop_until_the_pool_closes(endings: Endings) -> None
 
 
 def test_a_sync_function_that_returns_a_coroutine_is_refused(endings: Endings) -> None:
-    pool = ThreadExecutor(app, slots=1)
+    pool = ThreadExecutor(app.registry, slots=1)
     ending = ending_of(pool, endings, returns_coroutine)
     pool.close()
     assert isinstance(ending, Raised) and ending.final

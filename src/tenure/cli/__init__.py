@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import NoReturn, cast
 
 from tenure import __version__
+from tenure.admin import TaskAdmin
 from tenure.cli import commands, serve, settings
 from tenure.cli.output import console, error, short_id, task_json, task_table
 from tenure.errors import ConfigError, InvalidInput, TenureError
@@ -63,7 +64,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.run is None:  # long-running commands open their App's store themselves
         return int(args.serve(args))
     with open_store(args.url) as store:
-        return int(args.run(store, args))
+        return int(args.run(TaskAdmin(store), args))
 
 
 def _report(exc: TenureError) -> int:

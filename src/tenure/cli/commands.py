@@ -1,5 +1,6 @@
 """The ``tenure`` commands that read or change the store: list, show, cancel and
-retry tasks; list workers and unique locks; migrate the schema."""
+retry tasks; list workers and unique locks; migrate the schema. They go through
+:class:`~tenure.admin.TaskAdmin`, the service the HTTP API will share."""
 
 from __future__ import annotations
 
@@ -10,13 +11,13 @@ from collections.abc import Callable
 from rich import box
 from rich.table import Table
 
+from tenure.admin import TaskAdmin
 from tenure.cli.output import console, error, task_json, task_table
-from tenure.store import Store, TaskFilter
+from tenure.errors import TaskNotFound
 from tenure.store.migrate import migrate_store, migration_sql
 from tenure.store.url import describe_url, resolve_url
-from tenure.store.validate import status as parse_status
 
-Run = Callable[[Store, argparse.Namespace], int]
+Run = Callable[[TaskAdmin, argparse.Namespace], int]
 
 
 def add(
@@ -49,7 +50,6 @@ def add(
     command("retry", "retry a failed or cancelled task", _retry).add_argument(
         "task_id", help="the task's id"
     )
-    _add_bench(subcommands)
 
 
 def _add_migrate(
@@ -73,43 +73,17 @@ def _add_migrate(
     migrate.set_defaults(run=None, serve=_migrate)
 
 
-def _add_bench(subcommands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    bench = subcommands.add_parser("bench", help="measure throughput and latency of each store")
-    bench.add_argument("--stores", type=_csv, default=["sqlite", "postgres"], help="a,b")
-    bench.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
-    bench.add_argument("--repeat", type=int, default=3, help="runs of each measurement")
-    bench.add_argument("--output", default="benchmarks/results/latest.json", help="JSON path")
-    bench.add_argument(
-        "--postgres-url",
-        help="server for a throwaway database (default: $TENURE_BENCH_POSTGRES_URL, else local)",
-    )
-    bench.set_defaults(run=None, serve=run_bench)
-
-
-def _csv(text: str) -> list[str]:
-    return [part.strip() for part in text.split(",") if part.strip()]
-
-
-def run_bench(args: argparse.Namespace) -> int:
-    """``tenure bench``: run the benchmark suite (``tenure.bench``)."""
-    from tenure.bench.suite import Options, run  # noqa: PLC0415 - loaded only when asked for
-
-    options = Options(args.stores, args.quick, args.repeat, args.output, args.postgres_url)
-    run(options, console)
-    return 0
-
-
 def where(args: argparse.Namespace) -> str:
     """The store a command used, as the user should read it (absolute SQLite path,
     no password): a relative SQLite URL names a different file in each folder."""
     return describe_url(resolve_url(args.url))
 
 
-def _workers(store: Store, _: argparse.Namespace) -> int:
+def _workers(admin: TaskAdmin, _: argparse.Namespace) -> int:
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for column in ("id", "topics", "pool", "held", "started", "last seen"):
         table.add_column(column, no_wrap=True)
-    for info in store.worker_list():
+    for info in admin.workers():
         table.add_row(
             info.id,
             ",".join(info.topics),
@@ -122,11 +96,11 @@ def _workers(store: Store, _: argparse.Namespace) -> int:
     return 0
 
 
-def _locks(store: Store, _: argparse.Namespace) -> int:
+def _locks(admin: TaskAdmin, _: argparse.Namespace) -> int:
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for column in ("key", "task", "lock", "since", "expires"):
         table.add_column(column, no_wrap=True)
-    for lock in store.unique_lock_list():
+    for lock in admin.locks():
         table.add_row(
             lock.key[:16],
             lock.task_id,
@@ -155,28 +129,27 @@ def _migrate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _list(store: Store, args: argparse.Namespace) -> int:
-    status = None if args.status is None else parse_status(args.status)
-    filters = TaskFilter(topic=args.topic, status=status, group_id=args.group)
-    tasks = store.task_list(filters, limit=args.limit).tasks
+def _list(admin: TaskAdmin, args: argparse.Namespace) -> int:
+    tasks = admin.list(status=args.status, topic=args.topic, group_id=args.group, limit=args.limit)
     console.print(task_table(tasks, short=False, caption=f"{len(tasks)} tasks in {where(args)}"))
     return 0
 
 
-def _show(store: Store, args: argparse.Namespace) -> int:
-    task = store.task_get(args.task_id)
-    if task is None:
+def _show(admin: TaskAdmin, args: argparse.Namespace) -> int:
+    try:
+        task = admin.get(args.task_id)
+    except TaskNotFound:
         error(f"no task with id {args.task_id!r} in {where(args)}")
         return 1
     console.print_json(json.dumps(task_json(task)))
     return 0
 
 
-def _cancel(store: Store, args: argparse.Namespace) -> int:
-    console.print(task_table([store.task_cancel(args.task_id)]))
+def _cancel(admin: TaskAdmin, args: argparse.Namespace) -> int:
+    console.print(task_table([admin.cancel(args.task_id)]))
     return 0
 
 
-def _retry(store: Store, args: argparse.Namespace) -> int:
-    console.print(task_table([store.task_retry(args.task_id)]))
+def _retry(admin: TaskAdmin, args: argparse.Namespace) -> int:
+    console.print(task_table([admin.retry(args.task_id)]))
     return 0

@@ -10,8 +10,7 @@ import threading
 from typing import Any
 
 from tenure import logs
-from tenure.app import App
-from tenure.loading import load_app
+from tenure.app import App, load_app
 from tenure.maintenance.scheduler import DEFAULT_RETENTION
 from tenure.store.url import open_patiently
 

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 from croniter import croniter
 
+from tenure.checks import seconds as check_seconds
 from tenure.errors import DuplicateTask, InvalidInput, StoreError
 from tenure.store import Store
-from tenure.store.validate import seconds as check_seconds
 
 if TYPE_CHECKING:
     from tenure.function import TaskFunction

@@ -7,19 +7,16 @@ from tenure.store.types import (
     Completion,
     Event,
     Failure,
-    Lease,
-    LockPhase,
     NewTask,
-    OnConflict,
     Page,
     ReserveParams,
     StateOutcome,
     TaskFilter,
     TaskState,
     UniqueLock,
-    UniqueRule,
 )
 from tenure.store.url import DEFAULT_URL, open_store, resolve_url
+from tenure.task import Lease, LockPhase, OnConflict, UniqueRule
 
 __all__ = [
     "DEFAULT_MAX_PAYLOAD_BYTES",

@@ -1,9 +1,10 @@
 """The store contract every backend fulfils (Sokka's TaskStore + LeaseSupervision).
 
 :class:`Store` holds what is the same for every backend — validation at the
-boundary, single-item operations expressed through the batch ones, cursors, and
-the rules that explain why a lease holder's write was refused — and leaves to each
-backend only how rows are stored (the ``_``-prefixed abstract methods).
+boundary, single-item operations expressed through the batch ones, cursors — and
+leaves to each backend only how rows are stored (the ``_``-prefixed abstract
+methods of :class:`~tenure.store.backend.Backend`). Why a write changed nothing
+is explained in one place for every backend: :mod:`tenure.store.refusals`.
 
 Fencing: a reservation grants a :class:`Lease` whose token is the task's
 ``record_ver`` right after the reservation, so every later reservation carries a
@@ -18,45 +19,33 @@ import contextlib
 import logging
 import threading
 import time
-from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 from tenure import serializer
-from tenure.errors import (
-    AlreadyDone,
-    DuplicateTask,
-    InvalidInput,
-    InvalidTransition,
-    LeaseExpired,
-    LeaseLost,
-    TaskNotFound,
-    TenureError,
-    UniqueConflict,
-    WrongOwner,
-)
+from tenure.errors import DuplicateTask, InvalidInput, TenureError
 from tenure.store import cursor as cursors
 from tenure.store import validate
+from tenure.store.backend import Backend, Positioned
+from tenure.store.refusals import Answer, briefly, raise_if_refused, refuse_shared_locks
 from tenure.store.types import (
     Completion,
     Event,
     Failure,
     LeaderLease,
     LeaderState,
-    Lease,
     NewTask,
     Page,
     PreparedTask,
     ReserveParams,
     StateOutcome,
     TaskFilter,
-    TaskState,
     UniqueLock,
     WorkerInfo,
 )
-from tenure.task import Status, Task, TaskError
+from tenure.task import Lease, Status, Task, TaskError
 
 log = logging.getLogger("tenure.store")
 
@@ -66,64 +55,8 @@ FOLLOW_START_TIMEOUT = 5.0
 DEFAULT_MAX_PAYLOAD_BYTES = 1 << 20
 """Largest JSON payload or result accepted, in bytes (1 MiB)."""
 
-Positioned = tuple[int, Task]
-"""A task with its position in the store's insertion order (for keyset paging)."""
 
-
-def refusal(task: Task | None, lease: Lease, target: Status) -> TenureError:
-    """Why a holder's write of ``lease`` towards ``target`` changed nothing.
-
-    Called by every backend after its conditional write matched no row, with the
-    task as it is now. The order of the checks is the contract:
-    a missing task, then a lease that is no longer the task's (revoked, or
-    replaced by a newer reservation, even by the same owner), then an owner that
-    does not match the lease, then the status table.
-    """
-    if task is None:
-        return TaskNotFound(lease.task_id)
-    if task.lease_token is None or task.lease_token != lease.token:
-        return LeaseLost(task.id, f"lease {lease.token} was revoked or replaced")
-    if task.assignee != lease.owner:
-        return WrongOwner(task.id, f"lease {lease.token} is held by {task.assignee!r}")
-    if task.status is Status.DONE:
-        return AlreadyDone(task.id, task.status, target)
-    if task.status is not Status.RUNNING:
-        return InvalidTransition(task.id, task.status, target)
-    return LeaseExpired(task.id, f"lease {lease.token} expired at {task.lease_expires_at}")
-
-
-def unique_conflict(conflicts: Sequence[tuple[int, str, str | None]]) -> UniqueConflict:
-    """The error of a batch whose items ``conflicts`` (index, key, holder) found
-    their unique locks held."""
-    _, key, holder = conflicts[0]
-    return UniqueConflict(key, holder, conflicts=tuple(conflicts))
-
-
-def unique_start_error(holder: str | None) -> TaskError:
-    """What a task refused at start by its unique lock records as its error."""
-    held_by = "another task" if holder is None else f"task {holder}"
-    return TaskError("UniqueConflict", f"its unique lock is held by {held_by}", "")
-
-
-Answer = Task | TaskState | TenureError
-"""What a backend's holder write answers per item: the whole task when asked for
-it (a single write), else its state (a batch)."""
-
-
-def raise_if_refused(outcome: Answer) -> Task:
-    if isinstance(outcome, TenureError):
-        raise outcome
-    if not isinstance(outcome, Task):
-        raise TypeError("the store answered a single write with the state, not the task")
-    return outcome
-
-
-def briefly(outcomes: Sequence[Answer]) -> list[StateOutcome]:
-    """Batch answers as states (a backend may answer with whole tasks)."""
-    return [TaskState.of(o) if isinstance(o, Task) else o for o in outcomes]
-
-
-class Store(ABC):
+class Store(Backend):
     """A place where tasks live. Thread-safe; share one per process."""
 
     def __init__(self, *, max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES) -> None:
@@ -153,7 +86,7 @@ class Store(ABC):
                 raise DuplicateTask(task.id)
             seen.add(task.id)
         validate.moment(now, "now")
-        _refuse_shared_locks(prepared)
+        refuse_shared_locks(prepared)
         return self._create_many(prepared, now, connection) if prepared else []
 
     def _prepare(self, task: NewTask, index: int, count: int) -> PreparedTask:
@@ -238,7 +171,7 @@ class Store(ABC):
         self, leases: Sequence[Lease], lease_seconds: float, now: datetime | None, brief: bool
     ) -> list[Answer]:
         lease_seconds = validate.seconds(lease_seconds, "lease_seconds")
-        checked = _leases(leases, now)
+        checked = validate.leases(leases, now)
         return self._extend_many(checked, lease_seconds, now, brief) if checked else []
 
     def task_complete(
@@ -257,12 +190,19 @@ class Store(ABC):
     def _complete(
         self, completions: Sequence[Completion], now: datetime | None, brief: bool
     ) -> list[Answer]:
-        _leases([c.lease for c in completions], now)
-        encoded = [
-            (c.lease, serializer.dumps(c.result, "result", self.max_payload_bytes))
-            for c in completions
-        ]
+        validate.leases([c.lease for c in completions], now)
+        encoded = [(c.lease, self._result_json(c)) for c in completions]
         return self._complete_many(encoded, now, brief) if encoded else []
+
+    def _result_json(self, completion: Completion) -> str:
+        """The completion's result as JSON: encoded once, by whoever checked it."""
+        encoded = completion.encoded
+        if encoded is None:
+            return serializer.dumps(completion.result, "result", self.max_payload_bytes)
+        if not isinstance(encoded, serializer.JsonText):
+            raise InvalidInput("encoded", "must be what tenure.serializer.dumps returned")
+        serializer.check_size(encoded.size, "result", self.max_payload_bytes)
+        return encoded
 
     def task_fail(
         self,
@@ -285,7 +225,7 @@ class Store(ABC):
         return briefly(self._fail(failures, now, brief=True))
 
     def _fail(self, failures: Sequence[Failure], now: datetime | None, brief: bool) -> list[Answer]:
-        _leases([f.lease for f in failures], now)
+        validate.leases([f.lease for f in failures], now)
         checked = [
             Failure(
                 f.lease,
@@ -304,13 +244,13 @@ class Store(ABC):
     def task_snooze(self, lease: Lease, seconds: float, *, now: datetime | None = None) -> Task:
         """Pause a held task for ``seconds``; the supervisor wakes it to pending."""
         seconds = validate.seconds(seconds, "seconds", allow_zero=True)
-        _leases([lease], now)
+        validate.leases([lease], now)
         return raise_if_refused(self._snooze(lease, seconds, now))
 
     def task_release(self, lease: Lease, *, now: datetime | None = None) -> Task:
         """Give a held task back to pending at once, not counting the attempt
         (graceful shutdown)."""
-        _leases([lease], now)
+        validate.leases([lease], now)
         return raise_if_refused(self._release(lease, now))
 
     # -- supervising and administering --------------------------------------------
@@ -372,6 +312,8 @@ class Store(ABC):
                     if self.task_wait(topics, 1.0):
                         wake.set()
                 except TenureError as exc:
+                    if stopped.is_set():  # unsubscribed, and the store closed since
+                        return
                     log.warning("waiting for new tasks: %s", exc)
                     stopped.wait(1.0)
 
@@ -463,7 +405,7 @@ class Store(ABC):
 
     def leader_extend(self, lease: LeaderLease, lease_seconds: float) -> LeaderState:
         """Keep leadership; ``LeaseLost`` if it was revoked or given up."""
-        _leader_lease(lease)
+        validate.leader_lease(lease)
         return self._leader_extend(lease, validate.seconds(lease_seconds, "lease_seconds"))
 
     def leader_get(self, name: str) -> LeaderState | None:
@@ -477,160 +419,16 @@ class Store(ABC):
 
     def leader_resign(self, lease: LeaderLease) -> bool:
         """Give leadership up; False if it was not held under ``lease``."""
-        return self._leader_resign(_leader_lease(lease))
+        return self._leader_resign(validate.leader_lease(lease))
 
-    def close(self) -> None:  # noqa: B027 - stores without resources need not override
-        """Release connections and files."""
+    def close(self) -> None:
+        """Release connections and files (a store without any need not override)."""
 
     def __enter__(self) -> Store:
         return self
 
     def __exit__(self, *_: object) -> None:
         self.close()
-
-    # -- what a backend provides --------------------------------------------------
-
-    @abstractmethod
-    def _create_many(
-        self, tasks: list[PreparedTask], now: datetime | None, connection: Any
-    ) -> list[Task]: ...
-
-    @abstractmethod
-    def _unique_lock_list(self, limit: int, now: datetime | None) -> list[UniqueLock]: ...
-
-    @abstractmethod
-    def _unique_lock_prune(self, now: datetime | None) -> int: ...
-
-    @abstractmethod
-    def _get(self, task_id: str) -> Task | None: ...
-
-    @abstractmethod
-    def _list_group(self, group_id: str) -> list[Task]: ...
-
-    @abstractmethod
-    def _list(self, filters: TaskFilter, after: int, limit: int) -> list[Positioned]: ...
-
-    @abstractmethod
-    def _list_leased(
-        self, topics: Sequence[str] | None, after: int, limit: int
-    ) -> list[Positioned]: ...
-
-    @abstractmethod
-    def _event_list(self, after: int, limit: int) -> list[Event]: ...
-
-    @abstractmethod
-    def _reserve(self, params: ReserveParams) -> list[Task]: ...
-
-    # The holder writes answer with whole tasks, or with their states if ``brief``.
-
-    @abstractmethod
-    def _extend_many(
-        self, leases: list[Lease], lease_seconds: float, now: datetime | None, brief: bool
-    ) -> list[Answer]: ...
-
-    @abstractmethod
-    def _complete_many(
-        self, completions: list[tuple[Lease, str]], now: datetime | None, brief: bool
-    ) -> list[Answer]: ...
-
-    @abstractmethod
-    def _fail_many(
-        self, failures: list[Failure], now: datetime | None, brief: bool
-    ) -> list[Answer]: ...
-
-    @abstractmethod
-    def _snooze(self, lease: Lease, seconds: float, now: datetime | None) -> Answer: ...
-
-    @abstractmethod
-    def _release(self, lease: Lease, now: datetime | None) -> Answer: ...
-
-    @abstractmethod
-    def _revoke(self, task_id: str, record_ver: int, now: datetime | None) -> Task | None: ...
-
-    @abstractmethod
-    def _admin_transition(self, task_id: str, target: Status, now: datetime | None) -> Task: ...
-
-    @abstractmethod
-    def _count(self, filters: TaskFilter) -> int: ...
-
-    @abstractmethod
-    def _clock_now(self) -> datetime: ...
-
-    @abstractmethod
-    def _prune_tasks(self, older_than: float, limit: int, now: datetime | None) -> int: ...
-
-    @abstractmethod
-    def _prune_events(self, older_than: float, limit: int, now: datetime | None) -> int: ...
-
-    @abstractmethod
-    def _worker_beat(self, info: WorkerInfo, now: datetime | None) -> WorkerInfo: ...
-
-    @abstractmethod
-    def _worker_remove(self, worker_id: str) -> bool: ...
-
-    @abstractmethod
-    def _worker_list(self) -> list[WorkerInfo]: ...
-
-    @abstractmethod
-    def _worker_prune(self, silent_for: float, now: datetime | None) -> int: ...
-
-    @abstractmethod
-    def _leader_acquire(
-        self, name: str, owner: str, lease_seconds: float
-    ) -> LeaderLease | None: ...
-
-    @abstractmethod
-    def _leader_extend(self, lease: LeaderLease, lease_seconds: float) -> LeaderState: ...
-
-    @abstractmethod
-    def _leader_get(self, name: str) -> LeaderState | None: ...
-
-    @abstractmethod
-    def _leader_revoke(self, name: str, record_ver: int) -> bool: ...
-
-    @abstractmethod
-    def _leader_resign(self, lease: LeaderLease) -> bool: ...
-
-
-def _refuse_shared_locks(tasks: Sequence[PreparedTask]) -> None:
-    """Two items of one batch that would take the same lock at enqueue: the
-    later ones conflict with the first (the store never sees both)."""
-    first: dict[str, str] = {}
-    conflicts: list[tuple[int, str, str | None]] = []
-    for index, task in enumerate(tasks):
-        if task.unique is None or not task.locks_at_enqueue:
-            continue
-        holder = first.setdefault(task.unique.key, task.id)
-        if holder != task.id:
-            conflicts.append((index, task.unique.key, holder))
-    if conflicts:
-        raise unique_conflict(conflicts)
-
-
-def admin_refusal(task: Task | None, task_id: str, target: Status) -> TenureError:
-    """Why a cancel or retry of ``task_id`` changed nothing."""
-    if task is None:
-        return TaskNotFound(task_id)
-    if task.status is Status.DONE:
-        return AlreadyDone(task.id, task.status, target)
-    return InvalidTransition(task.id, task.status, target)
-
-
-def _leases(leases: Sequence[Lease], now: datetime | None) -> list[Lease]:
-    """Check every lease of a holder write, and its ``now``."""
-    validate.moment(now, "now")
-    if isinstance(leases, str) or not isinstance(leases, Sequence):
-        raise InvalidInput("leases", "must be a sequence of Lease")
-    return [validate.lease(lease, "lease") for lease in leases]
-
-
-def _leader_lease(lease: LeaderLease) -> LeaderLease:
-    if not isinstance(lease, LeaderLease):
-        raise InvalidInput("lease", f"must be a LeaderLease, not {type(lease).__name__}")
-    validate.text(lease.name, "lease.name")
-    validate.text(lease.owner, "lease.owner")
-    validate.integer(lease.token, "lease.token", minimum=1)
-    return lease
 
 
 def _filter_key(filters: TaskFilter) -> list[object]:

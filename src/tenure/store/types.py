@@ -5,41 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from enum import StrEnum
 
 from tenure import serializer
 from tenure.errors import TenureError
-from tenure.task import JSON, Status, Task, TaskError
-
-
-class LockPhase(StrEnum):
-    """When a unique task holds its lock (Cloudtasker's lock names)."""
-
-    UNTIL_EXECUTING = "until_executing"  # enqueue → start
-    WHILE_EXECUTING = "while_executing"  # start → end
-    UNTIL_EXECUTED = "until_executed"  # enqueue → end
-
-
-class OnConflict(StrEnum):
-    """What happens to a unique task whose lock is held by another."""
-
-    REJECT = "reject"  # not created at enqueue; cancelled at start
-    RAISE = "raise"  # UniqueConflict to the caller; a failed attempt at start
-    RESCHEDULE = "reschedule"  # (while_executing) back to pending, retry_in seconds later
-
-
-@dataclass(frozen=True, slots=True)
-class UniqueRule:
-    """A task's uniqueness as the store enforces it: the lock ``key``, when it is
-    held, what a conflict does, the lock's time to live (from the scheduled time,
-    or from the start for ``while_executing``) and the delay of a reschedule, or
-    of the retry after a ``raise`` conflict at start."""
-
-    key: str
-    lock: LockPhase
-    on_conflict: OnConflict = OnConflict.REJECT
-    ttl: float = 600.0
-    retry_in: float = 5.0
+from tenure.task import JSON, Lease, LockPhase, Status, Task, TaskError, UniqueRule
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,16 +91,6 @@ class PreparedTask:
 
 
 @dataclass(frozen=True, slots=True)
-class Lease:
-    """What a holder names on every write: the task, who holds it, and the token
-    its reservation was granted. A newer reservation carries a newer token."""
-
-    task_id: str
-    owner: str
-    token: int
-
-
-@dataclass(frozen=True, slots=True)
 class ReserveParams:
     """Reserve up to ``limit`` pending tasks of ``topics`` (``None``: any topic)
     whose tags are all among ``tags``, leased to ``owner`` for ``lease_seconds``."""
@@ -146,10 +105,13 @@ class ReserveParams:
 
 @dataclass(frozen=True, slots=True)
 class Completion:
-    """A holder reports success, with the task's result."""
+    """A holder reports success, with the task's result. ``encoded``, when given,
+    is that result's JSON as :func:`tenure.serializer.dumps` returned it (a
+    worker checks each result so, and the store then writes that text)."""
 
     lease: Lease
     result: JSON = None
+    encoded: serializer.JsonText | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -99,7 +99,7 @@ class Completer:
         for held, ending in batch:
             if isinstance(ending, Succeeded):
                 done.append((held, ending, None))
-                completions.append(Completion(held.lease, ending.result))
+                completions.append(Completion(held.lease, ending.result, ending.encoded))
             elif isinstance(ending, Raised):
                 failure = self._failure(held, ending)
                 failed.append((held, ending, failure.retry_in))

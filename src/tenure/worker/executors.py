@@ -21,11 +21,12 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from multiprocessing.connection import Connection
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from tenure.errors import ConfigError
-from tenure.store.types import Lease
-from tenure.task import Task, TaskError
+from tenure.loading import load_registry
+from tenure.registry import Registry
+from tenure.task import Lease, Task, TaskError
 from tenure.worker.loops import Cancellation, ThreadLoop
 from tenure.worker.runner import (
     Ending,
@@ -35,9 +36,6 @@ from tenure.worker.runner import (
     run_async,
     run_in_thread,
 )
-
-if TYPE_CHECKING:
-    from tenure.app import App
 
 READY = "ready"
 """What a pool child sends once it has imported the App."""
@@ -82,8 +80,8 @@ class ThreadExecutor:
     threads (and their loops) spares each task the cost of starting one.
     """
 
-    def __init__(self, app: App, slots: int, cancel_grace: float = CANCEL_GRACE) -> None:
-        self.app = app
+    def __init__(self, registry: Registry, slots: int, cancel_grace: float = CANCEL_GRACE) -> None:
+        self.registry = registry
         self._cancel_grace = cancel_grace
         self._jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
@@ -122,13 +120,13 @@ class ThreadExecutor:
     def _run_one(self, me: threading.Thread, loop: ThreadLoop, job: Job) -> bool:
         """Run one job; ``False`` once this thread has been replaced and must end."""
         task, lease, deliver, claim = job
-        cancellation = Cancellation() if is_coroutine_task(self.app, task) else None
+        cancellation = Cancellation() if is_coroutine_task(self.registry, task) else None
         with self._lock:
             self._running[task.id] = (me, cancellation)
         ending: Ending | None = None
         try:
             if claim(task.id):
-                ending = run_in_thread(self.app, task, lease, loop, cancellation)
+                ending = run_in_thread(self.registry, task, lease, loop, cancellation)
         except BaseException as exc:  # e.g. SystemExit from a task's background coroutine
             ending = ending_of_exception(exc)
         with self._lock:
@@ -194,8 +192,8 @@ class ThreadExecutor:
 class AsyncExecutor:
     """One event loop in its own thread; every execution is an asyncio task."""
 
-    def __init__(self, app: App, slots: int) -> None:
-        self.app = app
+    def __init__(self, registry: Registry, slots: int) -> None:
+        self.registry = registry
         self._slots = asyncio.Semaphore(slots)
         self._loop = asyncio.new_event_loop()
         self._running: dict[str, Future[Ending | None]] = {}
@@ -222,7 +220,7 @@ class AsyncExecutor:
         async with self._slots:
             if not claim(task.id):
                 return None
-            return await run_async(self.app, task, lease)
+            return await run_async(self.registry, task, lease)
 
     def abandon(self, task_id: str) -> None:
         with self._lock:
@@ -387,32 +385,30 @@ class _Child:
 
 def child_main(app_path: str, conn: Connection) -> None:
     """The loop of a pool child: receive a task, run it, send its ending back."""
-    from tenure.loading import load_app  # noqa: PLC0415 - runs in a fresh interpreter
-
-    app = load_app(app_path)
+    registry = load_registry(app_path)
     loop = ThreadLoop()  # for async def tasks; abandoning one kills this process
     conn.send(READY)
     try:
         while (message := conn.recv()) is not None:
             task, lease = message
-            ending = run_in_thread(app, task, lease, loop)
+            ending = run_in_thread(registry, task, lease, loop)
             assert ending is not None  # nothing here cancels: only a kill abandons
             conn.send(ending)
     finally:
         loop.close()
 
 
-def make_executor(pool: str, app: App, concurrency: int) -> Executor:
+def make_executor(pool: str, registry: Registry, concurrency: int) -> Executor:
     """The executor for ``pool``: threads, async or processes."""
     if pool == "threads":
-        return ThreadExecutor(app, concurrency)
+        return ThreadExecutor(registry, concurrency)
     if pool == "async":
-        return AsyncExecutor(app, concurrency)
+        return AsyncExecutor(registry, concurrency)
     if pool == "processes":
-        if app.import_path is None:
+        if registry.import_path is None:
             raise ConfigError(
                 "the process pool needs the App's import path: run `tenure worker --app "
                 "module:app`, or set app.import_path = 'module:app'"
             )
-        return ProcessExecutor(app.import_path, concurrency)
+        return ProcessExecutor(registry.import_path, concurrency)
     raise ConfigError(f"pool must be threads, async or processes, not {pool!r}")

@@ -7,8 +7,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from tenure.store.types import Lease
-from tenure.task import Task
+from tenure.task import Lease, Task
 
 
 @dataclass(eq=False)

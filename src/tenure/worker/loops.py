@@ -27,7 +27,7 @@ Each execution runs in a fresh copy of the thread's context, so context
 variables (``tenure.current()`` among them) never leak from one task to the
 next; asyncio tasks it leaves behind are cancelled when it ends, as
 ``asyncio.run`` does, since the loop does not run between executions. Another
-thread (the worker's monitor, on a timeout or a lost lease) cancels an
+thread (the worker's keepalive, on a timeout or a lost lease) cancels an
 execution through its :class:`Cancellation`, by asyncio cancellation: the
 coroutine gets ``CancelledError`` at its next ``await``, as on the async pool.
 """

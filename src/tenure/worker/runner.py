@@ -18,18 +18,20 @@ from tenure import serializer
 from tenure.control import Current, Retry, Snooze, set_current
 from tenure.errors import InvalidInput
 from tenure.hooks import executing
-from tenure.store.types import Lease
-from tenure.task import Task, TaskError
+from tenure.task import Lease, Task, TaskError
 from tenure.worker.loops import Cancellation, ThreadLoop
 
 if TYPE_CHECKING:
-    from tenure.app import App
     from tenure.function import TaskFunction
+    from tenure.registry import Registry
 
 
 @dataclass(frozen=True, slots=True)
 class Succeeded:
     result: Any
+    encoded: serializer.JsonText | None = None
+    """The result's JSON, as checked here: the store writes it without encoding
+    the result again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,9 +58,9 @@ def error_of(exc: BaseException) -> TaskError:
     return TaskError(type(exc).__name__, str(exc), trace)
 
 
-def resolve(app: App, task: Task) -> TaskFunction[Any, Any] | Raised:
+def resolve(registry: Registry, task: Task) -> TaskFunction[Any, Any] | Raised:
     """The registered function for ``task``, or why it cannot run here."""
-    found = app.registry.get(task.name)
+    found = registry.get(task.name)
     if found is None:
         message = f"no task named {task.name!r} is registered in this worker"
         return Raised(TaskError("UnknownTask", message), final=True)
@@ -70,25 +72,29 @@ def split_data(task: Task) -> tuple[list[Any], dict[str, Any]]:
     return list(data.get("args", [])), dict(data.get("kwargs", {}))
 
 
-def is_coroutine_task(app: App, task: Task) -> bool:
+def is_coroutine_task(registry: Registry, task: Task) -> bool:
     """Whether ``task`` runs an ``async def`` function (one this worker knows)."""
-    function = app.registry.get(task.name)
+    function = registry.get(task.name)
     return function is not None and inspect.iscoroutinefunction(function.fn)
 
 
 def run_in_thread(
-    app: App, task: Task, lease: Lease, loop: ThreadLoop, cancellation: Cancellation | None = None
+    registry: Registry,
+    task: Task,
+    lease: Lease,
+    loop: ThreadLoop,
+    cancellation: Cancellation | None = None,
 ) -> Ending | None:
     """Run a task's function in this thread: a sync function directly, an
     ``async def`` function on ``loop``, this thread's event loop. ``None`` means
     ``cancellation`` cancelled the coroutine (its execution was abandoned)."""
-    function = resolve(app, task)
+    function = resolve(registry, task)
     if isinstance(function, Raised):
         return function
     if not inspect.iscoroutinefunction(function.fn):
-        return run_sync(app, task, lease)
+        return run_sync(registry, task, lease)
     try:
-        return loop.run(run_async(app, task, lease), cancellation)
+        return loop.run(run_async(registry, task, lease), cancellation)
     except asyncio.CancelledError as exc:
         if cancellation is not None and cancellation.requested:
             return None
@@ -97,38 +103,38 @@ def run_in_thread(
         return ending_of_exception(exc)  # SIGINT: the attempt fails, as a sync one does
 
 
-def run_sync(app: App, task: Task, lease: Lease) -> Ending:
+def run_sync(registry: Registry, task: Task, lease: Lease) -> Ending:
     """Run a task's sync function in this thread."""
-    function = resolve(app, task)
+    function = resolve(registry, task)
     if isinstance(function, Raised):
         return function
     args, kwargs = split_data(task)
     set_current(Current(task, lease))
     result: Any = None  # stays None if a middleware swallows the exception
     try:
-        with executing(app.middleware, task):
+        with executing(registry.middleware, task):
             result = function.fn(*args, **kwargs)
-        return _checked(app, result, awaited=False)
+        return _checked(registry, result, awaited=False)
     except BaseException as exc:
         return ending_of_exception(exc)
     finally:
         set_current(None)
 
 
-async def run_async(app: App, task: Task, lease: Lease) -> Ending:
+async def run_async(registry: Registry, task: Task, lease: Lease) -> Ending:
     """Run a task's function in the running event loop (sync functions in a thread)."""
-    function = resolve(app, task)
+    function = resolve(registry, task)
     if isinstance(function, Raised):
         return function
     if not inspect.iscoroutinefunction(function.fn):
-        return await asyncio.to_thread(run_sync, app, task, lease)
+        return await asyncio.to_thread(run_sync, registry, task, lease)
     args, kwargs = split_data(task)
     set_current(Current(task, lease))  # the coroutine runs in its own copied context
     result: Any = None  # stays None if a middleware swallows the exception
     try:
-        with executing(app.middleware, task):
+        with executing(registry.middleware, task):
             result = await function.fn(*args, **kwargs)
-        return _checked(app, result, awaited=True)
+        return _checked(registry, result, awaited=True)
     except asyncio.CancelledError:
         raise
     except BaseException as exc:
@@ -143,17 +149,17 @@ def ending_of_exception(exc: BaseException) -> Ending:
     return Raised(error_of(exc))
 
 
-def _checked(app: App, result: Any, *, awaited: bool) -> Ending:
+def _checked(registry: Registry, result: Any, *, awaited: bool) -> Ending:
     """A result the store will accept, or a final failure saying why not.
     ``awaited``: the result is what an ``async def`` function's coroutine returned."""
     if inspect.iscoroutine(result):
         result.close()
         return Raised(TaskError("InvalidResult", _coroutine_result(awaited)), final=True)
     try:
-        serializer.dumps(result, "result", app.max_payload_bytes)
+        encoded = serializer.dumps(result, "result", registry.max_payload_bytes)
     except InvalidInput as exc:
         return Raised(TaskError("InvalidResult", str(exc)), final=True)
-    return Succeeded(result)
+    return Succeeded(result, encoded)
 
 
 def _coroutine_result(awaited: bool) -> str:

@@ -5,7 +5,7 @@ Threads, each with one job:
   call and hands tasks to the executor; when idle it waits for a slot to free,
   a store notification, the poll interval, or a stop;
 - the completer writes endings in batches (see ``completer``);
-- the monitor extends leases and enforces timeouts (see ``monitor``);
+- the keepalive extends leases and enforces timeouts (see ``keepalive``);
 - the store's wake-ups (``Store.task_notify``: PostgreSQL's listener, SQLite's
   watch on its change counter) wake the fetch loop as soon as tasks are created;
 - the heartbeat keeps the worker's registry row fresh;
@@ -23,31 +23,37 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from tenure import checks as check
 from tenure.errors import ConfigError, StoreError, StoreUnavailable, TenureError
 from tenure.ids import default_owner
-from tenure.retry import Backoff
+from tenure.registry import Registry
 from tenure.store import ReserveParams, Store
-from tenure.store import validate as check
-from tenure.store.types import Lease, WorkerInfo
+from tenure.store.types import WorkerInfo
 from tenure.store.url import OPEN_RETRY_MAX, describe_url, open_patiently
-from tenure.task import Task
+from tenure.task import Lease, Task
 from tenure.worker.completer import BATCH as ENDINGS_BATCH
 from tenure.worker.completer import Completer
 from tenure.worker.executors import Executor, make_executor
+from tenure.worker.heartbeat import Heartbeat, this_host
 from tenure.worker.held import Held, Holdings
-from tenure.worker.monitor import Monitor
+from tenure.worker.keepalive import Keepalive
 from tenure.worker.prefetch import Prefetch
-from tenure.worker.registry import Heartbeat, this_host
 from tenure.worker.runner import Ending
 from tenure.worker.telling import Teller
 
 if TYPE_CHECKING:
-    from tenure.app import App
     from tenure.function import TaskFunction
+
+
+class Hosted(Protocol):
+    """A scheduler a worker hosts: it runs until ``stop`` is set."""
+
+    def run(self, stop: threading.Event) -> object: ...
+
 
 log = logging.getLogger("tenure.worker")
 
@@ -62,8 +68,11 @@ class Worker:
 
     def __init__(
         self,
-        app: App,
+        store: Store | Callable[[], Store],
+        registry: Registry,
         *,
+        scheduler: Callable[[str], Hosted] | None = None,
+        store_url: str | None = None,
         topics: Iterable[str] | None = None,
         concurrency: int = 4,
         prefetch: int | None = None,
@@ -73,14 +82,15 @@ class Worker:
         grace: float = 30.0,
         poll_interval: float = 1.0,
         owner: str | None = None,
-        scheduler: bool = True,
-        scheduler_options: Mapping[str, Any] | None = None,
         heartbeat: float = 5.0,
     ) -> None:
         if pool not in POOLS:
             raise ConfigError(f"pool must be one of {', '.join(POOLS)}, not {pool!r}")
-        self.app = app
-        self.topics = self._topics(app, topics)
+        # The store, or how to open it (waited for at start if it is down).
+        self._store = store
+        self.store_url = store_url
+        self.registry = registry
+        self.topics = self._topics(registry, topics)
         self.concurrency = check.integer(concurrency, "concurrency", minimum=1)
         # Reserved beyond the running ones, so the next tasks are at hand when
         # one ends and reservations come in batches; leased and kept alive
@@ -94,9 +104,8 @@ class Worker:
         self.grace = check.seconds(grace, "grace", allow_zero=True)
         self.poll_interval = check.seconds(poll_interval, "poll_interval")
         self.owner = owner or default_owner()
-        self.hosts_scheduler = scheduler
-        # Passed to App.scheduler (interval, leader_lease, retention ...).
-        self.scheduler_options = dict(scheduler_options or {})
+        # Makes the scheduler this worker hosts (it stands by unless elected).
+        self.scheduler_factory = scheduler
         self.heartbeat_interval = check.seconds(heartbeat, "heartbeat")
         self.holdings = Holdings()
         self._wake = threading.Event()
@@ -107,13 +116,13 @@ class Worker:
         self.started = threading.Event()
 
     @staticmethod
-    def _topics(app: App, topics: Iterable[str] | None) -> list[str]:
+    def _topics(registry: Registry, topics: Iterable[str] | None) -> list[str]:
         """The topics asked for, else those of the App's tasks: a worker never takes
         tasks it has no function for just because they share its store."""
         if topics is not None:
             chosen = sorted({check.text(t, "topics") for t in topics})
         else:
-            chosen = sorted({f.config.topic for f in app.registry.values()})
+            chosen = registry.topics()
         if not chosen:
             raise ConfigError("the worker has no topics: declare tasks with @app.task first")
         return chosen
@@ -150,22 +159,23 @@ class Worker:
         """The App's store, waiting out an outage (``None`` if stopped meanwhile):
         a worker started before its database comes up waits for it. A permanent
         error (no such database, bad credentials) is raised at once."""
-        return open_patiently(lambda: self.app.store, self._stopping, log)
+        store = self._store
+        return store if isinstance(store, Store) else open_patiently(store, self._stopping, log)
 
     def _work(self, store: Store) -> None:
-        teller = self._teller = Teller(store, self.app.hooks)
-        executor = make_executor(self.pool, self.app, self.concurrency)
+        teller = self._teller = Teller(store, self.registry.hooks)
+        executor = make_executor(self.pool, self.registry, self.concurrency)
         completer = Completer(
-            store, self.holdings, self._backoff_of, give_up=self._hurry, teller=teller
+            store, self.holdings, self.registry.backoff_of, give_up=self._hurry, teller=teller
         )
         completer.on_written = self._wake.set
-        monitor = Monitor(
+        keepalive = Keepalive(
             store, self.holdings, self.lease, executor.abandon, completer.put, teller=teller
         )
         heartbeat = Heartbeat(store, self.describe, self.heartbeat_interval)
         teller.start()
         completer.start()
-        monitor.start()
+        keepalive.start()
         heartbeat.start()
         scheduler = self._start_scheduler()
         # New tasks on the store wake the fetch loop as slots freeing do.
@@ -177,7 +187,7 @@ class Worker:
             log.info("worker %s: %s, stopping", self.owner, self._stop_reasons[0])
         finally:
             unsubscribe()
-            self._shutdown(store, executor, completer, monitor)
+            self._shutdown(store, executor, completer, keepalive)
             scheduler()
             heartbeat.close(self.owner)
 
@@ -187,14 +197,14 @@ class Worker:
         log.info(
             "worker %s started: store=%s tasks=%s topics=%s tags=%s pool=%s concurrency=%d",
             self.owner,
-            describe_url(self.app.url),
-            ",".join(sorted(self.app.registry)) or "-",
+            describe_url(self.store_url) if self.store_url else repr(self._store),
+            ",".join(sorted(self.registry)) or "-",
             ",".join(self.topics),
             ",".join(sorted(self.tags)) or "-",
             self.pool,
             self.concurrency,
         )
-        for warning in untakeable(self.app.registry.values(), self.topics, self.tags):
+        for warning in untakeable(self.registry.values(), self.topics, self.tags):
             log.warning("%s", warning)
 
     def _fetch_loop(self, store: Store, executor: Executor, completer: Completer) -> None:
@@ -290,9 +300,9 @@ class Worker:
 
     def _start_scheduler(self) -> Callable[[], None]:
         """Host the scheduler (it stands by unless elected); returns its stopper."""
-        if not self.hosts_scheduler:
+        if self.scheduler_factory is None:
             return lambda: None
-        scheduler = self.app.scheduler(owner=self.owner, **self.scheduler_options)
+        scheduler = self.scheduler_factory(self.owner)
         stop = threading.Event()
         thread = threading.Thread(
             target=scheduler.run, args=(stop,), name="tenure-scheduler", daemon=True
@@ -305,14 +315,10 @@ class Worker:
 
         return stop_scheduler
 
-    def _backoff_of(self, name: str) -> Backoff:
-        function = self.app.registry.get(name)
-        return Backoff() if function is None else function.config.backoff
-
     # -- shutdown ---------------------------------------------------------------
 
     def _shutdown(
-        self, store: Store, executor: Executor, completer: Completer, monitor: Monitor
+        self, store: Store, executor: Executor, completer: Completer, keepalive: Keepalive
     ) -> None:
         # Tasks that never began go back to pending at once, not after the grace.
         unreleased = self._release(store, executor, self.holdings.end_waiting())
@@ -334,7 +340,7 @@ class Worker:
                 unreleased,
             )
         completer.close()
-        monitor.close()
+        keepalive.close()
         executor.close()
         self._teller.close()
 

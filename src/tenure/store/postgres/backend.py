@@ -31,7 +31,8 @@ from psycopg_pool import ConnectionPool
 
 from tenure.errors import ConfigError, InvalidInput, LeaseLost
 from tenure.store import validate
-from tenure.store.base import Answer, Positioned, Store, admin_refusal, refusal
+from tenure.store.backend import Positioned
+from tenure.store.base import Store
 from tenure.store.postgres import rows, schema, statements
 from tenure.store.postgres.driver import (
     configure,
@@ -45,20 +46,19 @@ from tenure.store.postgres.notify import Listener
 from tenure.store.postgres.rows import Row
 from tenure.store.postgres.schema import Q
 from tenure.store.postgres.statements import Connection
-from tenure.store.sqlite.backend import LOST_ERROR
+from tenure.store.refusals import LOST_ERROR, Answer, admin_refusal, refusal
 from tenure.store.types import (
     Event,
     Failure,
     LeaderLease,
     LeaderState,
-    Lease,
     PreparedTask,
     ReserveParams,
     TaskFilter,
     UniqueLock,
     WorkerInfo,
 )
-from tenure.task import CANCELLABLE, RETRYABLE, Status, Task
+from tenure.task import CANCELLABLE, RETRYABLE, Lease, Status, Task
 
 ACQUIRE_ATTEMPTS = 3
 """Runs of ``leader_acquire`` before a lost race is reported as an error."""
@@ -316,10 +316,10 @@ class PostgresStore(Store):
 
     def _snooze(self, lease: Lease, seconds: float, now: datetime | None) -> Answer:
         scalars = {"seconds": seconds}
-        return self._holder_writes("snooze_tasks", Status.SNOOZED, [lease], now, scalars=scalars)[0]
+        return self._holder_writes("snooze_task", Status.SNOOZED, [lease], now, scalars=scalars)[0]
 
     def _release(self, lease: Lease, now: datetime | None) -> Answer:
-        return self._holder_writes("release_tasks", Status.PENDING, [lease], now)[0]
+        return self._holder_writes("release_task", Status.PENDING, [lease], now)[0]
 
     # -- supervision and administration ---------------------------------------------
 

@@ -1,6 +1,10 @@
 -- Named queries of the PostgreSQL store. Each starts with "-- name: <name>".
 -- Parameters are named (%(param)s) and always bound, never spliced in.
 --
+-- A query has the same name in both dialects' queries.sql, whichever runs it
+-- once per item and whichever once per batch; a query that exists in one
+-- dialect only is listed, with the reason, in tests/unit/test_dialect_symmetry.py.
+--
 -- One clock: every time written or compared is COALESCE(%(now)s, now()), the
 -- caller's explicit "now" (tests, replays) or else the database's own clock, so
 -- machines whose clocks disagree still agree on every stored time. now() is the
@@ -27,7 +31,9 @@ t.lease_owner, t.lease_expires_at, t.lease_token, t.lease_seconds, t.record_ver,
 -- fragment: task_state
 t.id, t.status, t.attempts, t.record_ver
 
--- name: insert_tasks
+-- One statement creates the whole batch. (The name is SQLite's, whose
+-- insert_task runs once per task.)
+-- name: insert_task
 INSERT INTO tasks AS t (
     id, topic, sub_topic, name, status, data, group_id, description, priority,
     max_attempts, tags, timeout, run_at, created_at, updated_at,
@@ -268,7 +274,7 @@ RETURNING held.ord, {task_state};
 -- A snooze is a pause, not an attempt. lease_seconds holds the snooze length,
 -- which the supervisor projects on its own monotonic clock; lease_expires_at
 -- shows the wake-up time, for people only.
--- name: snooze_tasks
+-- name: snooze_task
 UPDATE tasks AS t
 SET status = 'snoozed',
     attempts = t.attempts - 1,
@@ -285,7 +291,7 @@ WHERE t.id = held.id AND t.status = 'running' AND t.lease_token = held.token
   AND t.assignee = held.owner
 RETURNING held.ord, {task_columns};
 
--- name: release_tasks
+-- name: release_task
 UPDATE tasks AS t
 SET status = 'pending',
     attempts = t.attempts - 1,
@@ -508,7 +514,7 @@ INSERT INTO tenure_migrations (version, name) VALUES (%(version)s, %(name)s);
 -- just inserted (the caller passes the ids of those whose phase starts there).
 -- A key is taken when free, expired, or this task's; the keys taken come back.
 -- The lock lives until the scheduled time plus the task's time to live.
--- name: insert_unique_locks
+-- name: take_unique_locks
 INSERT INTO unique_locks AS held (key, task_id, lock, expires_at, created_at)
 SELECT t.unique_key, t.id, t.unique_lock,
        COALESCE(t.run_at, t.created_at) + make_interval(secs => t.unique_ttl), t.created_at

@@ -17,8 +17,6 @@ from tenure.store.types import (
     Failure,
     LeaderLease,
     LeaderState,
-    Lease,
-    LockPhase,
     PreparedTask,
     TaskFilter,
     TaskState,
@@ -26,13 +24,13 @@ from tenure.store.types import (
     WorkerInfo,
     unique_columns,
 )
-from tenure.task import Status, Task, TaskError
+from tenure.task import Lease, LockPhase, Status, Task, TaskError
 
 Row = dict[str, Any]
 
 
 def insert_params(tasks: Sequence[PreparedTask], now: datetime | None) -> dict[str, Any]:
-    """Parameters of ``insert_tasks`` for ``tasks``, in order: the rows travel
+    """Parameters of ``insert_task`` for ``tasks``, in order: the rows travel
     as one JSON array, which costs the client a fraction of one array per column."""
     return {
         "now": now,
@@ -152,7 +150,7 @@ def task_state(row: Row) -> TaskState:
 
 
 def created(task: PreparedTask, row: Row) -> Task:
-    """A task from what ``insert_tasks`` returns of it (its times)."""
+    """A task from what ``insert_task`` returns of it (its times)."""
     return task.created(moment(row, "created_at"), _utc(row["run_at"]))
 
 

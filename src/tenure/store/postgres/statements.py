@@ -22,10 +22,10 @@ from psycopg import pq
 from psycopg.rows import dict_row
 
 from tenure.errors import DuplicateTask, StoreError, UniqueConflict
-from tenure.store.base import unique_conflict
 from tenure.store.postgres.driver import is_duplicate_id
 from tenure.store.postgres.rows import Row
 from tenure.store.postgres.schema import Q
+from tenure.store.refusals import unique_conflict
 
 Connection = psycopg.Connection[Any]
 
@@ -90,7 +90,7 @@ def insert(
     began = conn.info.transaction_status == pq.TransactionStatus.IDLE and not conn.autocommit
     try:
         with atomic(conn, len(parts) > 1 or bool(locking)):
-            inserted = [row for part in parts for row in fetch(conn, "insert_tasks", part)]
+            inserted = [row for part in parts for row in fetch(conn, "insert_task", part)]
             take_unique_locks(conn, locking)
             return inserted
     except UniqueConflict:
@@ -114,7 +114,7 @@ def take_unique_locks(conn: Connection, locking: Sequence[tuple[int, str, str]])
     if not locking:
         return
     ids = [task_id for _, task_id, _ in locking]
-    taken = {row["key"] for row in fetch(conn, "insert_unique_locks", {"ids": ids})}
+    taken = {row["key"] for row in fetch(conn, "take_unique_locks", {"ids": ids})}
     refused = [(index, key) for index, _, key in locking if key not in taken]
     if not refused:
         return

@@ -21,38 +21,26 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tenure import serializer
 from tenure.clock import epoch_or_now, from_epoch, utcnow
 from tenure.errors import ConfigError, DuplicateTask, LeaseLost, StoreError, StoreUnavailable
-from tenure.store.base import (
-    DEFAULT_MAX_PAYLOAD_BYTES,
-    Answer,
-    Positioned,
-    Store,
-    admin_refusal,
-    refusal,
-    unique_conflict,
-    unique_start_error,
-)
-from tenure.store.sqlite import schema
+from tenure.store.backend import Positioned
+from tenure.store.base import DEFAULT_MAX_PAYLOAD_BYTES, Store
+from tenure.store.refusals import LOST_ERROR, Answer, admin_refusal, refusal
+from tenure.store.sqlite import rows, schema, unique
 from tenure.store.sqlite.schema import Q
 from tenure.store.types import (
     Event,
     Failure,
     LeaderLease,
     LeaderState,
-    Lease,
-    LockPhase,
     PreparedTask,
     ReserveParams,
     TaskFilter,
-    TaskState,
     UniqueLock,
     WorkerInfo,
-    unique_columns,
 )
 from tenure.store.validate import seconds as validate_seconds
-from tenure.task import CANCELLABLE, RETRYABLE, Status, Task, TaskError
+from tenure.task import CANCELLABLE, RETRYABLE, Lease, Status, Task
 
 WATCH_INTERVAL = 0.002
 """Seconds between two looks at the change counter in ``task_wait``."""
@@ -211,56 +199,20 @@ class SQLiteStore(Store):
         self, tasks: list[PreparedTask], now: datetime | None, connection: Any
     ) -> list[Task]:
         at = epoch_or_now(now)
-        rows = [_insert_params(task, at) for task in tasks]
+        inserted = [rows.insert_params(task, at) for task in tasks]
         try:
             with self._within(connection) as conn:
-                conn.executemany(Q["insert_task"], rows)
-                self._lock_at_enqueue(conn, tasks, rows, at)
+                conn.executemany(Q["insert_task"], inserted)
+                unique.lock_at_enqueue(conn, tasks, inserted, at)
         except StoreError as exc:
             if isinstance(exc.__cause__, sqlite3.IntegrityError):
                 raise self._duplicate([t.id for t in tasks], connection) from None
             raise
         created_at = from_epoch(at)
         return [
-            task.created(created_at, _moment(row["run_at"]))
-            for task, row in zip(tasks, rows, strict=True)
+            task.created(created_at, rows.moment(row["run_at"]))
+            for task, row in zip(tasks, inserted, strict=True)
         ]
-
-    def _lock_at_enqueue(
-        self,
-        conn: sqlite3.Connection,
-        tasks: list[PreparedTask],
-        rows: list[dict[str, Any]],
-        at: float,
-    ) -> None:
-        """Take the lock of every task whose phase starts at enqueue, in the
-        creating transaction; ``UniqueConflict`` (naming every refused item)
-        undoes the whole batch."""
-        conflicts: list[tuple[int, str, str | None]] = []
-        for index, (task, row) in enumerate(zip(tasks, rows, strict=True)):
-            if task.unique is None or not task.locks_at_enqueue:
-                continue
-            scheduled = at if row["run_at"] is None else row["run_at"]
-            rule = task.unique
-            lock = (rule.key, rule.lock.value)
-            if not self._take_lock(conn, task.id, lock, scheduled + rule.ttl, at):
-                conflicts.append((index, rule.key, self._lock_holder(conn, rule.key)))
-        if conflicts:
-            raise unique_conflict(conflicts)
-
-    @staticmethod
-    def _take_lock(
-        conn: sqlite3.Connection, task_id: str, rule: tuple[str, str], expires_at: float, at: float
-    ) -> bool:
-        """Take the lock (key, phase) for ``task_id``; whether it was taken."""
-        key, lock = rule
-        params = {"key": key, "task_id": task_id, "lock": lock, "expires_at": expires_at}
-        return conn.execute(Q["take_unique_lock"], {**params, "now": at}).fetchone() is not None
-
-    @staticmethod
-    def _lock_holder(conn: sqlite3.Connection, key: str) -> str | None:
-        row = conn.execute(Q["unique_lock_holder"], {"key": key}).fetchone()
-        return None if row is None else str(row[0])
 
     def _duplicate(self, ids: list[str], connection: Any) -> DuplicateTask:
         """The error naming an id of ``ids`` that exists (as the caller's
@@ -280,32 +232,33 @@ class SQLiteStore(Store):
     # -- reading --------------------------------------------------------------
 
     def _get(self, task_id: str) -> Task | None:
-        rows = self._read("get_task", {"id": task_id})
-        return _task(rows[0]) if rows else None
+        found = self._read("get_task", {"id": task_id})
+        return rows.task(found[0]) if found else None
 
     def _list_group(self, group_id: str) -> list[Task]:
-        return [_task(row) for row in self._read("list_group", {"group_id": group_id})]
+        return [rows.task(row) for row in self._read("list_group", {"group_id": group_id})]
 
     def _list(self, filters: TaskFilter, after: int, limit: int) -> list[Positioned]:
-        params = {"after": after, "limit": limit, **_filter_params(filters)}
-        return [(row["seq"], _task(row)) for row in self._read("list_tasks", params)]
+        params = {"after": after, "limit": limit, **rows.filter_params(filters)}
+        return [(row["seq"], rows.task(row)) for row in self._read("list_tasks", params)]
 
     def _count(self, filters: TaskFilter) -> int:
-        count: int = self._read("count_tasks", _filter_params(filters))[0][0]
+        count: int = self._read("count_tasks", rows.filter_params(filters))[0][0]
         return count
 
     def _list_leased(
         self, topics: Sequence[str] | None, after: int, limit: int
     ) -> list[Positioned]:
         if topics is None:
-            rows = self._read("list_leased", {"after": after, "limit": limit})
+            found = self._read("list_leased", {"after": after, "limit": limit})
         else:
             params = {"after": after, "limit": limit, "topics": json.dumps(list(topics))}
-            rows = self._read("list_leased_topics", params)
-        return [(row["seq"], _task(row)) for row in rows]
+            found = self._read("list_leased_topics", params)
+        return [(row["seq"], rows.task(row)) for row in found]
 
     def _event_list(self, after: int, limit: int) -> list[Event]:
-        return [_event(row) for row in self._read("list_events", {"after": after, "limit": limit})]
+        found = self._read("list_events", {"after": after, "limit": limit})
+        return [rows.event(row) for row in found]
 
     # -- leases ---------------------------------------------------------------
 
@@ -323,23 +276,10 @@ class SQLiteStore(Store):
         elif params.topics is not None:
             query, values["topics"] = "reserve_topics", json.dumps(list(params.topics))
         with self._write() as conn:  # rows become tasks before the commit
-            rows = conn.execute(Q[query], values).fetchall()
-            rows.sort(key=lambda row: (-row["priority"], row["seq"]))
-            return [_task(row) for row in rows if self._lock_at_start(conn, row, values["now"])]
-
-    def _lock_at_start(self, conn: sqlite3.Connection, row: sqlite3.Row, at: float) -> bool:
-        """Whether the task just reserved may start: it needs no lock at start,
-        or it took it. A refused one is settled by its rule in this transaction."""
-        lock = row["unique_lock"]
-        if lock not in (LockPhase.WHILE_EXECUTING, LockPhase.UNTIL_EXECUTED):
-            return True
-        key = row["unique_key"]
-        if self._take_lock(conn, row["id"], (key, lock), at + row["unique_ttl"], at):
-            return True
-        error = unique_start_error(self._lock_holder(conn, key))
-        params = {"id": row["id"], "now": at, "error": json.dumps(error.to_json())}
-        conn.execute(Q["refuse_unique_start"], params)
-        return False
+            found = conn.execute(Q[query], values).fetchall()
+            found.sort(key=lambda row: (-row["priority"], row["seq"]))
+            at = values["now"]
+            return [rows.task(row) for row in found if unique.lock_at_start(conn, row, at)]
 
     def _holder_writes(
         self,
@@ -353,7 +293,7 @@ class SQLiteStore(Store):
         ``brief`` answers with task states (``query``'s ``_brief`` form)."""
         at = epoch_or_now(now)
         sql = Q[f"{query}_brief" if brief else query]
-        read = _task_state if brief else _task
+        read = rows.task_state if brief else rows.task
         outcomes: list[Answer] = []
         with self._write() as conn:
             for lease, extra in items:
@@ -363,26 +303,27 @@ class SQLiteStore(Store):
                     outcomes.append(read(row))
                     continue
                 current = conn.execute(Q["get_task"], {"id": lease.task_id}).fetchone()
-                outcomes.append(refusal(None if current is None else _task(current), lease, target))
+                task = None if current is None else rows.task(current)
+                outcomes.append(refusal(task, lease, target))
         return outcomes
 
     def _extend_many(
         self, leases: list[Lease], lease_seconds: float, now: datetime | None, brief: bool
     ) -> list[Answer]:
         items = [(lease, {"lease_seconds": lease_seconds}) for lease in leases]
-        return self._holder_writes("extend_lease", Status.RUNNING, items, now, brief)
+        return self._holder_writes("extend_leases", Status.RUNNING, items, now, brief)
 
     def _complete_many(
         self, completions: list[tuple[Lease, str]], now: datetime | None, brief: bool
     ) -> list[Answer]:
         items = [(lease, {"result": result}) for lease, result in completions]
-        return self._holder_writes("complete_task", Status.DONE, items, now, brief)
+        return self._holder_writes("complete_tasks", Status.DONE, items, now, brief)
 
     def _fail_many(
         self, failures: list[Failure], now: datetime | None, brief: bool
     ) -> list[Answer]:
-        items = [(f.lease, _failure_params(f)) for f in failures]
-        return self._holder_writes("fail_task", Status.FAILED, items, now, brief)
+        items = [(f.lease, rows.failure_params(f)) for f in failures]
+        return self._holder_writes("fail_tasks", Status.FAILED, items, now, brief)
 
     def _snooze(self, lease: Lease, seconds: float, now: datetime | None) -> Answer:
         items = [(lease, {"seconds": seconds})]
@@ -402,19 +343,19 @@ class SQLiteStore(Store):
         }
         with self._write() as conn:
             row = conn.execute(Q["revoke_task"], params).fetchone()
-            return None if row is None else _task(row)
+            return None if row is None else rows.task(row)
 
     def _admin_transition(self, task_id: str, target: Status, now: datetime | None) -> Task:
         query, sources = ("cancel_task", CANCELLABLE)
         if target is Status.PENDING:
             query, sources = ("retry_task", RETRYABLE)
-        params = {"id": task_id, "now": epoch_or_now(now), "sources": _status_list(sources)}
+        params = {"id": task_id, "now": epoch_or_now(now), "sources": rows.status_list(sources)}
         with self._write() as conn:
             row = conn.execute(Q[query], params).fetchone()
             if row is not None:
-                return _task(row)
+                return rows.task(row)
             current = conn.execute(Q["get_task"], {"id": task_id}).fetchone()
-        raise admin_refusal(None if current is None else _task(current), task_id, target)
+        raise admin_refusal(None if current is None else rows.task(current), task_id, target)
 
     # -- the clock and retention ------------------------------------------------
 
@@ -462,7 +403,7 @@ class SQLiteStore(Store):
 
     def _unique_lock_list(self, limit: int, now: datetime | None) -> list[UniqueLock]:
         params = {"limit": limit, "now": epoch_or_now(now)}
-        return [_unique_lock(row) for row in self._read("list_unique_locks", params)]
+        return [rows.unique_lock(row) for row in self._read("list_unique_locks", params)]
 
     def _unique_lock_prune(self, now: datetime | None) -> int:
         with self._write() as conn:
@@ -483,14 +424,14 @@ class SQLiteStore(Store):
             "now": epoch_or_now(now),
         }
         with self._write() as conn:
-            return _worker(conn.execute(Q["worker_beat"], params).fetchone())
+            return rows.worker(conn.execute(Q["worker_beat"], params).fetchone())
 
     def _worker_remove(self, worker_id: str) -> bool:
         with self._write() as conn:
             return conn.execute(Q["worker_remove"], {"id": worker_id}).fetchone() is not None
 
     def _worker_list(self) -> list[WorkerInfo]:
-        return [_worker(row) for row in self._read("worker_list", {})]
+        return [rows.worker(row) for row in self._read("worker_list", {})]
 
     def _worker_prune(self, silent_for: float, now: datetime | None) -> int:
         with self._write() as conn:
@@ -507,16 +448,16 @@ class SQLiteStore(Store):
         return None if row is None else LeaderLease(row["name"], row["owner"], row["token"])
 
     def _leader_extend(self, lease: LeaderLease, lease_seconds: float) -> LeaderState:
-        params = {**_leader_params(lease), "lease_seconds": lease_seconds, "now": time.time()}
+        params = {**rows.leader_params(lease), "lease_seconds": lease_seconds, "now": time.time()}
         with self._write() as conn:
             row = conn.execute(Q["leader_extend"], params).fetchone()
             if row is None:
                 raise LeaseLost(lease.name, f"leadership {lease.token} was revoked or given up")
-            return _leader(row)
+            return rows.leader(row)
 
     def _leader_get(self, name: str) -> LeaderState | None:
-        rows = self._read("leader_get", {"name": name})
-        return _leader(rows[0]) if rows else None
+        found = self._read("leader_get", {"name": name})
+        return rows.leader(found[0]) if found else None
 
     def _leader_revoke(self, name: str, record_ver: int) -> bool:
         params = {"name": name, "record_ver": record_ver, "now": time.time()}
@@ -524,159 +465,6 @@ class SQLiteStore(Store):
             return conn.execute(Q["leader_revoke"], params).fetchone() is not None
 
     def _leader_resign(self, lease: LeaderLease) -> bool:
-        params = {**_leader_params(lease), "now": time.time()}
+        params = {**rows.leader_params(lease), "now": time.time()}
         with self._write() as conn:
             return conn.execute(Q["leader_resign"], params).fetchone() is not None
-
-
-LOST_ERROR = TaskError(
-    "LeaseExpired",
-    "the lease was revoked: its holder stopped extending it, and no attempt was left",
-)
-"""The error a task ends with when its last attempt's holder vanished."""
-
-
-def _filter_params(filters: TaskFilter) -> dict[str, Any]:
-    return {
-        "topic": filters.topic,
-        "sub_topic": filters.sub_topic,
-        "status": None if filters.status is None else str(filters.status),
-        "name": filters.name,
-        "group_id": filters.group_id,
-        "created_from": _epoch(filters.created_from),
-        "created_to": _epoch(filters.created_to),
-    }
-
-
-def _leader_params(lease: LeaderLease) -> dict[str, Any]:
-    return {"name": lease.name, "owner": lease.owner, "token": lease.token}
-
-
-def _leader(row: sqlite3.Row) -> LeaderState:
-    return LeaderState(
-        name=row["name"],
-        owner=row["owner"],
-        token=row["token"],
-        record_ver=row["record_ver"],
-        lease_seconds=row["lease_seconds"],
-    )
-
-
-def _worker(row: sqlite3.Row) -> WorkerInfo:
-    return WorkerInfo(
-        id=row["id"],
-        host=row["host"],
-        pid=row["pid"],
-        topics=tuple(json.loads(row["topics"])),
-        tags=tuple(json.loads(row["tags"])),
-        pool=row["pool"],
-        concurrency=row["concurrency"],
-        held=row["held"],
-        started_at=from_epoch(row["started_at"]),
-        last_seen=from_epoch(row["last_seen"]),
-    )
-
-
-def _status_list(statuses: frozenset[Status]) -> str:
-    return json.dumps(sorted(str(s) for s in statuses))
-
-
-def _epoch(moment: datetime | None) -> float | None:
-    return None if moment is None else moment.timestamp()
-
-
-def _moment(seconds: float | None) -> datetime | None:
-    return None if seconds is None else from_epoch(seconds)
-
-
-def _insert_params(task: PreparedTask, now: float) -> dict[str, Any]:
-    run_at = task.run_at.timestamp() if task.run_at is not None else None
-    if run_at is None and task.delay > 0:
-        run_at = now + task.delay
-    return {
-        "id": task.id,
-        "topic": task.topic,
-        "sub_topic": task.sub_topic,
-        "name": task.name,
-        "data": task.data_json,
-        "group_id": task.group_id,
-        "description": task.description,
-        "priority": task.priority,
-        "max_attempts": task.max_attempts,
-        "tags": json.dumps(list(task.tags)),
-        "timeout": task.timeout,
-        "run_at": run_at,
-        "now": now,
-        **unique_columns(task.unique),
-    }
-
-
-def _failure_params(failure: Failure) -> dict[str, Any]:
-    return {
-        "retry_in": failure.retry_in,
-        "priority_step": failure.priority_step,
-        "error": json.dumps(failure.error.to_json()),
-    }
-
-
-def _task_state(row: sqlite3.Row) -> TaskState:
-    return TaskState(row["id"], Status(row["status"]), row["attempts"], row["record_ver"])
-
-
-def _task(row: sqlite3.Row) -> Task:
-    error = row["error"]
-    return Task(
-        id=row["id"],
-        topic=row["topic"],
-        sub_topic=row["sub_topic"],
-        name=row["name"],
-        status=Status(row["status"]),
-        data=serializer.loads(row["data"]),
-        result=serializer.loads(row["result"]),
-        error=None if error is None else TaskError.from_json(json.loads(error)),
-        group_id=row["group_id"],
-        description=row["description"],
-        priority=row["priority"],
-        attempts=row["attempts"],
-        max_attempts=row["max_attempts"],
-        tags=frozenset(json.loads(row["tags"])),
-        assignee=row["assignee"],
-        timeout=row["timeout"],
-        run_at=_moment(row["run_at"]),
-        created_at=_moment(row["created_at"]),
-        updated_at=_moment(row["updated_at"]),
-        started_at=_moment(row["started_at"]),
-        finished_at=_moment(row["finished_at"]),
-        duration=row["duration"],
-        lease_owner=row["lease_owner"],
-        lease_expires_at=_moment(row["lease_expires_at"]),
-        lease_token=row["lease_token"],
-        lease_seconds=row["lease_seconds"],
-        record_ver=row["record_ver"],
-        unique_key=row["unique_key"],
-    )
-
-
-def _unique_lock(row: sqlite3.Row) -> UniqueLock:
-    return UniqueLock(
-        key=row["key"],
-        task_id=row["task_id"],
-        lock=LockPhase(row["lock"]),
-        expires_at=from_epoch(row["expires_at"]),
-        created_at=from_epoch(row["created_at"]),
-    )
-
-
-def _event(row: sqlite3.Row) -> Event:
-    from_status = row["from_status"]
-    return Event(
-        id=row["id"],
-        task_id=row["task_id"],
-        topic=row["topic"],
-        name=row["name"],
-        from_status=None if from_status is None else Status(from_status),
-        to_status=Status(row["to_status"]),
-        attempt=row["attempt"],
-        owner=row["owner"],
-        at=from_epoch(row["at"]),
-    )

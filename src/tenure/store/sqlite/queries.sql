@@ -1,6 +1,10 @@
 -- Named queries of the SQLite store. Each starts with "-- name: <name>".
 -- Parameters are named (:param). Times are Unix epoch seconds; :now is the
 -- store's clock unless the caller passed one.
+--
+-- A query has the same name in both dialects' queries.sql, whichever runs it
+-- once per item and whichever once per batch; a query that exists in one
+-- dialect only is listed, with the reason, in tests/unit/test_dialect_symmetry.py.
 
 -- Transactions. A write takes the database's write lock from its start, so
 -- concurrent writers queue on busy_timeout instead of failing to upgrade a
@@ -75,7 +79,11 @@ SELECT * FROM events WHERE id > :after ORDER BY id LIMIT :limit;
 -- (without statistics) picks tasks_by_status and sorts every pending row on
 -- each reserve: 30 times slower with 20,000 pending. One topic scans that
 -- topic's index; several scan all pending rows in order and skip the others'.
--- name: reserve_any
+--
+-- What a reservation writes on the rows it picked: running, one more attempt,
+-- leased to the owner for lease_seconds, the lease token one above the version
+-- it read.
+-- fragment: lease_picked
 UPDATE tasks
 SET status = 'running',
     attempts = attempts + 1,
@@ -89,35 +97,12 @@ SET status = 'running',
     duration = NULL,
     record_ver = record_ver + 1,
     updated_at = :now
-WHERE seq IN (
-    SELECT seq FROM tasks INDEXED BY tasks_pending
-    WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
-      AND (tags = '[]' OR NOT EXISTS (
-          SELECT 1 FROM json_each(tasks.tags) AS t
-          WHERE t.value NOT IN (SELECT value FROM json_each(:tags))))
-    ORDER BY priority DESC, seq
-    LIMIT :limit
-)
-RETURNING *;
 
--- name: reserve_topics
-UPDATE tasks
-SET status = 'running',
-    attempts = attempts + 1,
-    assignee = :owner,
-    lease_owner = :owner,
-    lease_token = record_ver + 1,
-    lease_seconds = :lease_seconds,
-    lease_expires_at = :now + :lease_seconds,
-    started_at = :now,
-    finished_at = NULL,
-    duration = NULL,
-    record_ver = record_ver + 1,
-    updated_at = :now
+-- name: reserve_any
+{lease_picked}
 WHERE seq IN (
     SELECT seq FROM tasks INDEXED BY tasks_pending
     WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
-      AND topic IN (SELECT value FROM json_each(:topics))
       AND (tags = '[]' OR NOT EXISTS (
           SELECT 1 FROM json_each(tasks.tags) AS t
           WHERE t.value NOT IN (SELECT value FROM json_each(:tags))))
@@ -127,19 +112,7 @@ WHERE seq IN (
 RETURNING *;
 
 -- name: reserve_topic
-UPDATE tasks
-SET status = 'running',
-    attempts = attempts + 1,
-    assignee = :owner,
-    lease_owner = :owner,
-    lease_token = record_ver + 1,
-    lease_seconds = :lease_seconds,
-    lease_expires_at = :now + :lease_seconds,
-    started_at = :now,
-    finished_at = NULL,
-    duration = NULL,
-    record_ver = record_ver + 1,
-    updated_at = :now
+{lease_picked}
 WHERE seq IN (
     SELECT seq FROM tasks INDEXED BY tasks_pending_by_topic
     WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
@@ -152,10 +125,25 @@ WHERE seq IN (
 )
 RETURNING *;
 
+-- name: reserve_topics
+{lease_picked}
+WHERE seq IN (
+    SELECT seq FROM tasks INDEXED BY tasks_pending
+    WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
+      AND topic IN (SELECT value FROM json_each(:topics))
+      AND (tags = '[]' OR NOT EXISTS (
+          SELECT 1 FROM json_each(tasks.tags) AS t
+          WHERE t.value NOT IN (SELECT value FROM json_each(:tags))))
+    ORDER BY priority DESC, seq
+    LIMIT :limit
+)
+RETURNING *;
+
 -- Holder writes: each matches only while the task runs under the named lease.
 -- Each answers with the whole task (a single write) or, as <name>_brief, with
--- its state (a batch).
--- fragment: extend_lease_write
+-- its state (a batch). A batch runs its query once per lease, in one
+-- transaction; the names are PostgreSQL's, whose queries take the whole batch.
+-- fragment: extend_leases_write
 UPDATE tasks
 SET lease_expires_at = :now + :lease_seconds,
     lease_seconds = :lease_seconds,
@@ -164,15 +152,15 @@ SET lease_expires_at = :now + :lease_seconds,
 WHERE id = :id AND status = 'running' AND lease_token = :token AND assignee = :owner
   AND lease_expires_at >= :now
 
--- name: extend_lease
-{extend_lease_write}
+-- name: extend_leases
+{extend_leases_write}
 RETURNING *;
 
--- name: extend_lease_brief
-{extend_lease_write}
+-- name: extend_leases_brief
+{extend_leases_write}
 RETURNING id, status, attempts, record_ver;
 
--- fragment: complete_task_write
+-- fragment: complete_tasks_write
 UPDATE tasks
 SET status = 'done',
     result = :result,
@@ -184,16 +172,16 @@ SET status = 'done',
     updated_at = :now
 WHERE id = :id AND status = 'running' AND lease_token = :token AND assignee = :owner
 
--- name: complete_task
-{complete_task_write}
+-- name: complete_tasks
+{complete_tasks_write}
 RETURNING *;
 
--- name: complete_task_brief
-{complete_task_write}
+-- name: complete_tasks_brief
+{complete_tasks_write}
 RETURNING id, status, attempts, record_ver;
 
 -- A retry is granted only while attempts remain; otherwise the task fails.
--- fragment: fail_task_write
+-- fragment: fail_tasks_write
 UPDATE tasks
 SET status = CASE WHEN :retry_in IS NOT NULL AND attempts < max_attempts
                   THEN 'pending' ELSE 'failed' END,
@@ -212,12 +200,12 @@ SET status = CASE WHEN :retry_in IS NOT NULL AND attempts < max_attempts
     updated_at = :now
 WHERE id = :id AND status = 'running' AND lease_token = :token AND assignee = :owner
 
--- name: fail_task
-{fail_task_write}
+-- name: fail_tasks
+{fail_tasks_write}
 RETURNING *;
 
--- name: fail_task_brief
-{fail_task_write}
+-- name: fail_tasks_brief
+{fail_tasks_write}
 RETURNING id, status, attempts, record_ver;
 
 -- A snooze is a pause, not an attempt. lease_seconds holds the snooze length,
@@ -401,7 +389,7 @@ RETURNING name;
 -- Unique locks. Taking one succeeds when the key is free, expired, or already
 -- this task's (a start of an until_executed task finds its own lock); the row
 -- comes back only if it was taken. A lock kept by its own task keeps its expiry.
--- name: take_unique_lock
+-- name: take_unique_locks
 INSERT INTO unique_locks (key, task_id, lock, expires_at, created_at)
 VALUES (:key, :task_id, :lock, :expires_at, :now)
 ON CONFLICT (key) DO UPDATE SET
@@ -415,7 +403,7 @@ ON CONFLICT (key) DO UPDATE SET
 WHERE unique_locks.expires_at <= :now OR unique_locks.task_id = excluded.task_id
 RETURNING key;
 
--- name: unique_lock_holder
+-- name: unique_lock_holders
 SELECT task_id FROM unique_locks WHERE key = :key;
 
 -- A task refused at start, by its rule: reject cancels it; reschedule puts it

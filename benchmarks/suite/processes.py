@@ -2,8 +2,9 @@
 
 Workers run the bench App with the default settings (4 threads, 1 s idle poll,
 the scheduler hosted), except that they log only warnings: one INFO line per
-task start and end would measure the log handler. Their stderr goes to a file
-that is shown if one of them dies.
+task start and end would measure the log handler. They run in the checkout's
+root, so ``--app benchmarks.suite.app:app`` imports from wherever the suite was
+started. Their stderr goes to a file that is shown if one of them dies.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO
 
-from tenure.bench import BenchError
-from tenure.bench.app import APP_PATH
+from benchmarks.suite import ROOT, BenchError
+from benchmarks.suite.app import APP_PATH
 
 # The defaults (4 threads, prefetch following the work); the scheduler runs, as
 # in production.
@@ -34,7 +35,7 @@ def worker_argv(url: str) -> list[str]:
 
 def bench_workers(url: str, count: int) -> Workers:
     """``count`` workers of the bench App on ``url``, with the suite's options."""
-    return Workers([*worker_argv(url), *WORKER_OPTIONS], count)
+    return Workers([*worker_argv(url), *WORKER_OPTIONS], count, cwd=ROOT)
 
 
 class Workers:

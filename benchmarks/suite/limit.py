@@ -16,10 +16,10 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 
-from tenure.bench.config import Plan
-from tenure.bench.metrics import Metric
-from tenure.bench.sqlite_target import SQLiteTarget
-from tenure.bench.target import Target
+from benchmarks.suite.config import Plan
+from benchmarks.suite.metrics import Metric
+from benchmarks.suite.sqlite_target import SQLiteTarget
+from benchmarks.suite.target import Target
 
 ROWS = 10_000
 BATCH = 100
@@ -54,7 +54,7 @@ def _metric(size: int, method: str, seconds: float, samples: list[float]) -> Met
 def _rates(target: Target) -> AbstractContextManager[tuple[str, Rate]]:
     if isinstance(target, SQLiteTarget):
         return _sqlite_rates(target)
-    from tenure.bench.limit_postgres import postgres_rates  # noqa: PLC0415 - optional extra
+    from benchmarks.suite.limit_postgres import postgres_rates  # noqa: PLC0415 - optional extra
 
     return postgres_rates(target)
 

@@ -2,7 +2,7 @@
 
 The task does nothing, so what is measured is the queue (store round trips,
 reserving, completing) and never the work. Worker processes import the
-module-level ``app`` (``tenure worker --app tenure.bench.app:app --url ...``);
+module-level ``app`` (``tenure worker --app benchmarks.suite.app:app --url ...``);
 the measuring process builds its own with :func:`bench_app`, one per store URL,
 so both sides know the task by the same name and topic.
 """
@@ -12,9 +12,9 @@ from __future__ import annotations
 from tenure.app import App
 from tenure.function import TaskFunction
 
-APP_PATH = "tenure.bench.app:app"
+APP_PATH = "benchmarks.suite.app:app"
 TOPIC = "bench"
-NAME = "tenure.bench.noop"
+NAME = "benchmarks.suite.noop"
 
 
 def noop() -> None:

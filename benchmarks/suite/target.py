@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any
 
-from tenure.bench.app import NAME, TOPIC
+from benchmarks.suite.app import NAME, TOPIC
 
 Params = Mapping[str, Any]
 

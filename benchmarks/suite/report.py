@@ -10,7 +10,7 @@ from typing import Any
 from rich import box
 from rich.table import Table
 
-from tenure.bench.metrics import Metric
+from benchmarks.suite.metrics import Metric
 
 WIDTH = 120
 """Columns the table needs for two stores without cutting a cell."""
@@ -22,7 +22,7 @@ probably busy with something else, and that measurement is worth running again."
 
 def table(results: Mapping[str, Sequence[Metric]], repeat: int, caption: str) -> Table:
     """One row per measurement, one median and one min-max column per store."""
-    title = f"tenure bench: median of {repeat} run{'s' if repeat > 1 else ''} (min-max)"
+    title = f"tenure benchmarks: median of {repeat} run{'s' if repeat > 1 else ''} (min-max)"
     grid = Table(title=title, caption=caption, box=box.SIMPLE_HEAD, pad_edge=False)
     grid.add_column("measurement", no_wrap=True)
     grid.add_column("unit", no_wrap=True)

@@ -1,13 +1,18 @@
 """Runs every measurement on every store asked for, then reports.
 
+    python -m benchmarks.suite [--stores sqlite,postgres] [--quick] [--repeat 3]
+        [--output benchmarks/results/latest.json] [--postgres-url URL]
+
 Stores are measured one after the other, never at once: on a small machine
 they would compete for the same cores. Progress goes to stderr as each
 repetition ends (a full run takes minutes); the table goes to stdout and the
-JSON document to ``output``.
+JSON document to ``output``. A mistake in the options gets one line on stderr
+and exit code 2; a measurement that could not be made, one line and exit code 1.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -16,9 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
-from tenure import __version__
-from tenure.bench import (
+from benchmarks.suite import (
+    RESULTS,
     drain,
     enqueue,
     limit,
@@ -28,15 +34,16 @@ from tenure.bench import (
     report,
     reserve,
 )
-from tenure.bench.config import FULL, QUICK, Plan, Sizes
-from tenure.bench.metrics import Metric
-from tenure.bench.processes import WORKER_OPTIONS, worker_argv
-from tenure.bench.target import Target
-from tenure.errors import ConfigError
+from benchmarks.suite.config import FULL, QUICK, Plan, Sizes
+from benchmarks.suite.metrics import Metric
+from benchmarks.suite.processes import WORKER_OPTIONS, worker_argv
+from benchmarks.suite.target import Target
+from tenure import __version__
+from tenure.errors import ConfigError, TenureError
 
 STORES = ("sqlite", "postgres")
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
-DEFAULT_OUTPUT = Path("benchmarks/results/latest.json")
+DEFAULT_OUTPUT = RESULTS / "latest.json"
 
 Measurement = Callable[[Target, Plan], list[Metric]]
 MEASUREMENTS: tuple[Measurement, ...] = (
@@ -58,6 +65,51 @@ class Options:
     postgres_url: str | None = None
     """The server where a throwaway database is created (and dropped); default
     ``$TENURE_BENCH_POSTGRES_URL``, else the local server."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command line; returns the process exit code."""
+    args = _parser().parse_args(argv)
+    options = Options(args.stores, args.quick, args.repeat, args.output, args.postgres_url)
+    try:
+        run(options)
+    except TenureError as exc:
+        errors = Console(stderr=True, highlight=False, soft_wrap=True)
+        errors.print(f"[red]error:[/red] {escape(str(exc))}")
+        return 2 if isinstance(exc, ConfigError) else 1
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.suite",
+        description="Measure throughput and latency of each store; print a table, write JSON.",
+    )
+    parser.add_argument(
+        "--stores",
+        type=_csv,
+        default=list(STORES),
+        help=f"comma-separated, some of {', '.join(STORES)} (default: all)",
+    )
+    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each measurement (3)")
+    parser.add_argument(
+        "--output",
+        type=Path,
+        default=DEFAULT_OUTPUT,
+        help="the JSON document (default: benchmarks/results/latest.json)",
+    )
+    parser.add_argument(
+        "--postgres-url",
+        help="server for a throwaway database (default: $TENURE_BENCH_POSTGRES_URL, else local)",
+    )
+    return parser
+
+
+def _csv(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
 
 
 def run(options: Options, console: Console | None = None) -> dict[str, Any]:
@@ -119,11 +171,11 @@ def _header(options: Options, sizes: Sizes) -> dict[str, Any]:
 
 def _target(name: str, postgres_url: str) -> Target:
     if name == "sqlite":
-        from tenure.bench.sqlite_target import SQLiteTarget  # noqa: PLC0415
+        from benchmarks.suite.sqlite_target import SQLiteTarget  # noqa: PLC0415
 
         return SQLiteTarget()
     try:
-        from tenure.bench.postgres_target import PostgresTarget  # noqa: PLC0415
+        from benchmarks.suite.postgres_target import PostgresTarget  # noqa: PLC0415
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
         raise ConfigError("PostgreSQL needs the extra: pip install 'tenure[postgres]'") from exc
     return PostgresTarget(postgres_url)

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import time
 
-from tenure.bench.app import bench_app
-from tenure.bench.config import Plan
-from tenure.bench.metrics import Metric
-from tenure.bench.processes import bench_workers, wait_until
-from tenure.bench.target import Target
+from benchmarks.suite.app import bench_app
+from benchmarks.suite.config import Plan
+from benchmarks.suite.metrics import Metric
+from benchmarks.suite.processes import bench_workers, wait_until
+from benchmarks.suite.target import Target
 from tenure.store import Store, TaskFilter
 from tenure.task import Status
 

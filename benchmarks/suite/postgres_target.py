@@ -14,8 +14,8 @@ from urllib.parse import urlsplit, urlunsplit
 import psycopg
 from psycopg import sql
 
-from tenure.bench import BenchError
-from tenure.bench.target import Params, Target
+from benchmarks.suite import BenchError
+from benchmarks.suite.target import Params, Target
 from tenure.store import open_store
 from tenure.store.sqlfile import load_queries
 from tenure.store.url import redact
@@ -25,7 +25,7 @@ class PostgresTarget(Target):
     """One throwaway database on the server at ``server_url``, dropped by ``close``."""
 
     name = "postgres"
-    Q = load_queries("tenure.bench", "postgres.sql")
+    Q = load_queries("benchmarks.suite", "postgres.sql")
     SETTINGS = ("fsync", "max_connections", "shared_buffers", "synchronous_commit", "wal_level")
 
     def __init__(self, server_url: str) -> None:

@@ -17,13 +17,13 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from tenure.bench import BenchError
-from tenure.bench.app import bench_app
-from tenure.bench.config import Plan
-from tenure.bench.drain import CHUNK
-from tenure.bench.metrics import Metric
-from tenure.bench.processes import bench_workers
-from tenure.bench.target import Target
+from benchmarks.suite import BenchError
+from benchmarks.suite.app import bench_app
+from benchmarks.suite.config import Plan
+from benchmarks.suite.drain import CHUNK
+from benchmarks.suite.metrics import Metric
+from benchmarks.suite.processes import bench_workers
+from benchmarks.suite.target import Target
 from tenure.store import TaskFilter
 from tenure.task import Status
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import time
 
-from tenure.bench.app import bench_app
-from tenure.bench.config import Plan
-from tenure.bench.metrics import Metric
-from tenure.bench.target import Target
+from benchmarks.suite.app import bench_app
+from benchmarks.suite.config import Plan
+from benchmarks.suite.metrics import Metric
+from benchmarks.suite.target import Target
 
 
 def measure(target: Target, plan: Plan) -> list[Metric]:

@@ -32,7 +32,7 @@ log = logging.getLogger("tenure.worker")
 TICK = 0.02
 
 
-class Monitor:
+class Keepalive:
     def __init__(
         self,
         store: Store,

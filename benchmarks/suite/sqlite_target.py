@@ -7,7 +7,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from tenure.bench.target import Params, Target
+from benchmarks.suite.target import Params, Target
 from tenure.store import open_store
 from tenure.store.sqlfile import load_queries
 
@@ -16,7 +16,7 @@ class SQLiteTarget(Target):
     """A new SQLite file for each measurement, in a temporary directory."""
 
     name = "sqlite"
-    Q = load_queries("tenure.bench", "sqlite.sql")
+    Q = load_queries("benchmarks.suite", "sqlite.sql")
 
     def __init__(self) -> None:
         self._folder = tempfile.TemporaryDirectory(prefix="tenure-bench-")

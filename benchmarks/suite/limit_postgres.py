@@ -23,10 +23,10 @@ from pathlib import Path
 
 import psycopg
 
-from tenure.bench import BenchError
-from tenure.bench.limit import ROWS, Rate
-from tenure.bench.postgres_target import PostgresTarget
-from tenure.bench.target import Target
+from benchmarks.suite import BenchError
+from benchmarks.suite.limit import ROWS, Rate
+from benchmarks.suite.postgres_target import PostgresTarget
+from benchmarks.suite.target import Target
 
 SCRIPT = "pgbench_update.sql"
 _TPS = re.compile(r"^tps = ([0-9.]+) \(without initial connection time\)", re.MULTILINE)
@@ -65,7 +65,7 @@ def _version(path: str) -> int:
 
 def _pgbench(executable: Path, url: str, size: int, seconds: float) -> float:
     """Transactions per second of one pgbench client for ``seconds`` (at least 1)."""
-    with resources.as_file(resources.files("tenure.bench").joinpath(SCRIPT)) as script:
+    with resources.as_file(resources.files("benchmarks.suite").joinpath(SCRIPT)) as script:
         argv = [str(executable), "-n", "-M", "extended", "-c", "1", "-j", "1"]
         argv += ["-T", str(max(1, math.ceil(seconds))), "-D", f"rows={ROWS}", "-D", f"size={size}"]
         # The argv is pgbench, fixed options and the benchmark's own database URL.

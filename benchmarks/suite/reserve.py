@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import time
 
-from tenure.bench.app import TOPIC, bench_app
-from tenure.bench.config import Plan
-from tenure.bench.metrics import Metric, percentiles
-from tenure.bench.target import Target
+from benchmarks.suite.app import TOPIC, bench_app
+from benchmarks.suite.config import Plan
+from benchmarks.suite.metrics import Metric, percentiles
+from benchmarks.suite.target import Target
 from tenure.store import Completion, Lease, ReserveParams, Store
 
 OWNER = "bench-reserver"

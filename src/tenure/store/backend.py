@@ -1,0 +1,138 @@
+"""What each backend provides: how rows are stored, and nothing else.
+
+:class:`~tenure.store.base.Store` validates input, expresses single-item
+operations through the batch ones and explains refusals; it leaves the
+``_``-prefixed methods below to each backend (SQLite, PostgreSQL). Keeping them
+apart from :class:`Store` shows, in one screen, everything a new backend must
+write, and keeps the store's public methods readable on their own.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from tenure.store.refusals import Answer
+from tenure.store.types import (
+    Event,
+    Failure,
+    LeaderLease,
+    LeaderState,
+    PreparedTask,
+    ReserveParams,
+    TaskFilter,
+    UniqueLock,
+    WorkerInfo,
+)
+from tenure.task import Lease, Status, Task
+
+Positioned = tuple[int, Task]
+"""A task with its position in the store's insertion order (for keyset paging)."""
+
+
+class Backend(ABC):
+    """The storage operations a backend implements; :class:`Store` calls them
+    with input that is already validated."""
+
+    @abstractmethod
+    def _create_many(
+        self, tasks: list[PreparedTask], now: datetime | None, connection: Any
+    ) -> list[Task]: ...
+
+    @abstractmethod
+    def _unique_lock_list(self, limit: int, now: datetime | None) -> list[UniqueLock]: ...
+
+    @abstractmethod
+    def _unique_lock_prune(self, now: datetime | None) -> int: ...
+
+    @abstractmethod
+    def _get(self, task_id: str) -> Task | None: ...
+
+    @abstractmethod
+    def _list_group(self, group_id: str) -> list[Task]: ...
+
+    @abstractmethod
+    def _list(self, filters: TaskFilter, after: int, limit: int) -> list[Positioned]: ...
+
+    @abstractmethod
+    def _list_leased(
+        self, topics: Sequence[str] | None, after: int, limit: int
+    ) -> list[Positioned]: ...
+
+    @abstractmethod
+    def _event_list(self, after: int, limit: int) -> list[Event]: ...
+
+    @abstractmethod
+    def _reserve(self, params: ReserveParams) -> list[Task]: ...
+
+    # The holder writes answer with whole tasks, or with their states if ``brief``.
+
+    @abstractmethod
+    def _extend_many(
+        self, leases: list[Lease], lease_seconds: float, now: datetime | None, brief: bool
+    ) -> list[Answer]: ...
+
+    @abstractmethod
+    def _complete_many(
+        self, completions: list[tuple[Lease, str]], now: datetime | None, brief: bool
+    ) -> list[Answer]: ...
+
+    @abstractmethod
+    def _fail_many(
+        self, failures: list[Failure], now: datetime | None, brief: bool
+    ) -> list[Answer]: ...
+
+    @abstractmethod
+    def _snooze(self, lease: Lease, seconds: float, now: datetime | None) -> Answer: ...
+
+    @abstractmethod
+    def _release(self, lease: Lease, now: datetime | None) -> Answer: ...
+
+    @abstractmethod
+    def _revoke(self, task_id: str, record_ver: int, now: datetime | None) -> Task | None: ...
+
+    @abstractmethod
+    def _admin_transition(self, task_id: str, target: Status, now: datetime | None) -> Task: ...
+
+    @abstractmethod
+    def _count(self, filters: TaskFilter) -> int: ...
+
+    @abstractmethod
+    def _clock_now(self) -> datetime: ...
+
+    @abstractmethod
+    def _prune_tasks(self, older_than: float, limit: int, now: datetime | None) -> int: ...
+
+    @abstractmethod
+    def _prune_events(self, older_than: float, limit: int, now: datetime | None) -> int: ...
+
+    @abstractmethod
+    def _worker_beat(self, info: WorkerInfo, now: datetime | None) -> WorkerInfo: ...
+
+    @abstractmethod
+    def _worker_remove(self, worker_id: str) -> bool: ...
+
+    @abstractmethod
+    def _worker_list(self) -> list[WorkerInfo]: ...
+
+    @abstractmethod
+    def _worker_prune(self, silent_for: float, now: datetime | None) -> int: ...
+
+    @abstractmethod
+    def _leader_acquire(
+        self, name: str, owner: str, lease_seconds: float
+    ) -> LeaderLease | None: ...
+
+    @abstractmethod
+    def _leader_extend(self, lease: LeaderLease, lease_seconds: float) -> LeaderState: ...
+
+    @abstractmethod
+    def _leader_get(self, name: str) -> LeaderState | None: ...
+
+    @abstractmethod
+    def _leader_revoke(self, name: str, record_ver: int) -> bool: ...
+
+    @abstractmethod
+    def _leader_resign(self, lease: LeaderLease) -> bool: ...

@@ -1,0 +1,84 @@
+"""The two dialects name each operation's query alike: one name from the Store
+method to the SQL, in SQLite and in PostgreSQL.
+
+A query that exists in one dialect only is either a real difference between
+the two databases, listed below with the reason, or a name that drifted: this
+test tells the two apart, so a reader who finds ``complete_tasks`` in one
+``queries.sql`` finds it in the other.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tenure.store.sqlfile import load_queries
+
+SQLITE = set(load_queries("tenure.store.sqlite"))
+POSTGRES = set(load_queries("tenure.store.postgres"))
+
+SQLITE_ONLY = {
+    "begin_write": "a write takes SQLite's one write lock at its start (BEGIN IMMEDIATE), "
+    "which also serializes migrations; a PostgreSQL write is one autocommit statement or "
+    "a psycopg transaction block",
+    "savepoint": "a batch on a caller's sqlite3 connection runs under a savepoint; "
+    "psycopg's conn.transaction() makes PostgreSQL's",
+    "rollback_to_savepoint": "see savepoint",
+    "release_savepoint": "see savepoint",
+    "use_wal": "a setting of the SQLite file, made per connection; PostgreSQL's are the server's",
+    "synchronous_full": "PRAGMA values cannot be bound: one query per allowed setting",
+    "synchronous_normal": "see synchronous_full",
+    "synchronous_extra": "see synchronous_full",
+    "refuse_unique_start": "SQLite settles a task refused at start by its unique lock from "
+    "Python, in the reserving transaction; PostgreSQL does it in the tasks_unique trigger",
+    "data_version": "SQLite sends no notifications: task_wait watches the change counter "
+    "and then looks for a runnable task; PostgreSQL LISTENs instead",
+    "runnable_any": "see data_version",
+    "runnable_topics": "see data_version",
+}
+
+POSTGRES_ONLY = {
+    "get_tasks": "a PostgreSQL batch is one statement, so its misses are read at once; "
+    "SQLite runs a batch item by item and reads each miss with get_task",
+    "clock_now": "the store's clock is the server's on PostgreSQL, the process's on SQLite",
+    "stale_statistics": "statistics_refresh ANALYZEs where autovacuum is off; SQLite's "
+    "reserve names its index (INDEXED BY) instead of trusting statistics",
+    "analyze_tasks": "see stale_statistics",
+    "analyze_events": "see stale_statistics",
+    "listen": "wake-ups by LISTEN/NOTIFY; SQLite watches data_version",
+    "lock_migrations": "processes migrating at once take turns on an advisory lock; SQLite's "
+    "migrations hold the write lock (begin_write)",
+}
+
+
+def test_a_query_in_one_dialect_only_is_a_listed_difference() -> None:
+    unexplained = {
+        "only in sqlite/queries.sql": sorted(SQLITE - POSTGRES - set(SQLITE_ONLY)),
+        "only in postgres/queries.sql": sorted(POSTGRES - SQLITE - set(POSTGRES_ONLY)),
+    }
+    assert unexplained == {
+        "only in sqlite/queries.sql": [],
+        "only in postgres/queries.sql": [],
+    }, (
+        "give the operation's query the same name in both dialects, or list it in "
+        "SQLITE_ONLY / POSTGRES_ONLY of this test with the reason"
+    )
+
+
+@pytest.mark.parametrize(
+    ("listed", "present", "absent"),
+    [(SQLITE_ONLY, SQLITE, POSTGRES), (POSTGRES_ONLY, POSTGRES, SQLITE)],
+    ids=["sqlite", "postgres"],
+)
+def test_every_listed_difference_is_still_one(
+    listed: dict[str, str], present: set[str], absent: set[str]
+) -> None:
+    stale = sorted(name for name in listed if name not in present or name in absent)
+    assert stale == [], "no longer a difference: remove it from the list"
+    assert all(reason.strip() for reason in listed.values())
+
+
+def test_a_batch_answers_briefly_in_both_dialects() -> None:
+    brief = {name for name in SQLITE | POSTGRES if name.endswith("_brief")}
+    assert brief == {"extend_leases_brief", "complete_tasks_brief", "fail_tasks_brief"}
+    assert all(name.removesuffix("_brief") in SQLITE & POSTGRES for name in brief)
+    assert brief <= SQLITE & POSTGRES
