@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import pytest
 
+from tenure.store.backend import Backend
+from tenure.store.base import Store
 from tenure.store.sqlfile import load_queries
 
 SQLITE = set(load_queries("tenure.store.sqlite"))
@@ -82,3 +84,16 @@ def test_a_batch_answers_briefly_in_both_dialects() -> None:
     assert brief == {"extend_leases_brief", "complete_tasks_brief", "fail_tasks_brief"}
     assert all(name.removesuffix("_brief") in SQLITE & POSTGRES for name in brief)
     assert brief <= SQLITE & POSTGRES
+
+
+SERVES_SEVERAL = {"_admin_transition": "task_cancel and task_retry"}
+
+
+def test_each_backend_method_is_named_for_the_store_method_it_serves() -> None:
+    abstract = sorted(Backend.__abstractmethods__)
+    unmatched = [
+        name
+        for name in abstract
+        if name not in SERVES_SEVERAL and not callable(getattr(Store, name[1:], None))
+    ]
+    assert abstract and unmatched == []

@@ -4,7 +4,9 @@
 operations through the batch ones and explains refusals; it leaves the
 ``_``-prefixed methods below to each backend (SQLite, PostgreSQL). Keeping them
 apart from :class:`Store` shows, in one screen, everything a new backend must
-write, and keeps the store's public methods readable on their own.
+write, and keeps the store's public methods readable on their own. Each is named
+for the :class:`Store` method it serves (``task_complete_many`` →
+``_task_complete_many``), and each dialect names its query the same way.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ class Backend(ABC):
     with input that is already validated."""
 
     @abstractmethod
-    def _create_many(
+    def _task_create_many(
         self, tasks: list[PreparedTask], now: datetime | None, connection: Any
     ) -> list[Task]: ...
 
@@ -48,16 +50,16 @@ class Backend(ABC):
     def _unique_lock_prune(self, now: datetime | None) -> int: ...
 
     @abstractmethod
-    def _get(self, task_id: str) -> Task | None: ...
+    def _task_get(self, task_id: str) -> Task | None: ...
 
     @abstractmethod
-    def _list_group(self, group_id: str) -> list[Task]: ...
+    def _task_list_group(self, group_id: str) -> list[Task]: ...
 
     @abstractmethod
-    def _list(self, filters: TaskFilter, after: int, limit: int) -> list[Positioned]: ...
+    def _task_list(self, filters: TaskFilter, after: int, limit: int) -> list[Positioned]: ...
 
     @abstractmethod
-    def _list_leased(
+    def _task_list_leased(
         self, topics: Sequence[str] | None, after: int, limit: int
     ) -> list[Positioned]: ...
 
@@ -65,48 +67,48 @@ class Backend(ABC):
     def _event_list(self, after: int, limit: int) -> list[Event]: ...
 
     @abstractmethod
-    def _reserve(self, params: ReserveParams) -> list[Task]: ...
+    def _task_reserve(self, params: ReserveParams) -> list[Task]: ...
 
     # The holder writes answer with whole tasks, or with their states if ``brief``.
 
     @abstractmethod
-    def _extend_many(
+    def _lease_extend_many(
         self, leases: list[Lease], lease_seconds: float, now: datetime | None, brief: bool
     ) -> list[Answer]: ...
 
     @abstractmethod
-    def _complete_many(
+    def _task_complete_many(
         self, completions: list[tuple[Lease, str]], now: datetime | None, brief: bool
     ) -> list[Answer]: ...
 
     @abstractmethod
-    def _fail_many(
+    def _task_fail_many(
         self, failures: list[Failure], now: datetime | None, brief: bool
     ) -> list[Answer]: ...
 
     @abstractmethod
-    def _snooze(self, lease: Lease, seconds: float, now: datetime | None) -> Answer: ...
+    def _task_snooze(self, lease: Lease, seconds: float, now: datetime | None) -> Answer: ...
 
     @abstractmethod
-    def _release(self, lease: Lease, now: datetime | None) -> Answer: ...
+    def _task_release(self, lease: Lease, now: datetime | None) -> Answer: ...
 
     @abstractmethod
-    def _revoke(self, task_id: str, record_ver: int, now: datetime | None) -> Task | None: ...
+    def _task_revoke(self, task_id: str, record_ver: int, now: datetime | None) -> Task | None: ...
 
     @abstractmethod
     def _admin_transition(self, task_id: str, target: Status, now: datetime | None) -> Task: ...
 
     @abstractmethod
-    def _count(self, filters: TaskFilter) -> int: ...
+    def _task_count(self, filters: TaskFilter) -> int: ...
 
     @abstractmethod
     def _clock_now(self) -> datetime: ...
 
     @abstractmethod
-    def _prune_tasks(self, older_than: float, limit: int, now: datetime | None) -> int: ...
+    def _task_prune(self, older_than: float, limit: int, now: datetime | None) -> int: ...
 
     @abstractmethod
-    def _prune_events(self, older_than: float, limit: int, now: datetime | None) -> int: ...
+    def _event_prune(self, older_than: float, limit: int, now: datetime | None) -> int: ...
 
     @abstractmethod
     def _worker_beat(self, info: WorkerInfo, now: datetime | None) -> WorkerInfo: ...

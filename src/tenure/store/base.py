@@ -87,7 +87,7 @@ class Store(Backend):
             seen.add(task.id)
         validate.moment(now, "now")
         refuse_shared_locks(prepared)
-        return self._create_many(prepared, now, connection) if prepared else []
+        return self._task_create_many(prepared, now, connection) if prepared else []
 
     def _prepare(self, task: NewTask, index: int, count: int) -> PreparedTask:
         try:
@@ -116,11 +116,11 @@ class Store(Backend):
 
     def task_get(self, task_id: str) -> Task | None:
         """The task with ``task_id``, or ``None``."""
-        return self._get(validate.text(task_id, "task_id"))
+        return self._task_get(validate.text(task_id, "task_id"))
 
     def task_list_group(self, group_id: str) -> list[Task]:
         """Every task of a group, oldest first."""
-        return self._list_group(validate.text(group_id, "group_id"))
+        return self._task_list_group(validate.text(group_id, "group_id"))
 
     def task_list(
         self, filters: TaskFilter | None = None, *, cursor: str | None = None, limit: int = 100
@@ -130,7 +130,7 @@ class Store(Backend):
         scope = cursors.scope_of(["list", _filter_key(filters)])
         after = 0 if cursor is None else cursors.decode(cursor, scope)
         limit = validate.page_limit(limit)
-        return _page(self._list(filters, after, limit), limit, scope)
+        return _page(self._task_list(filters, after, limit), limit, scope)
 
     def task_list_leased(
         self, *, topics: Sequence[str] | None = None, cursor: str | None = None, limit: int = 1000
@@ -140,7 +140,7 @@ class Store(Backend):
         scope = cursors.scope_of(["leased", topics])
         after = 0 if cursor is None else cursors.decode(cursor, scope)
         limit = validate.page_limit(limit)
-        return _page(self._list_leased(topics, after, limit), limit, scope)
+        return _page(self._task_list_leased(topics, after, limit), limit, scope)
 
     def event_list(self, *, after: int = 0, limit: int = 1000) -> list[Event]:
         """Events with an id above ``after``, in id order."""
@@ -152,7 +152,7 @@ class Store(Backend):
 
     def task_reserve(self, params: ReserveParams) -> list[Task]:
         """Lease up to ``params.limit`` runnable tasks: priority first, then oldest."""
-        return self._reserve(validate.reserve_params(params))
+        return self._task_reserve(validate.reserve_params(params))
 
     def lease_extend(
         self, lease: Lease, lease_seconds: float, *, now: datetime | None = None
@@ -172,7 +172,7 @@ class Store(Backend):
     ) -> list[Answer]:
         lease_seconds = validate.seconds(lease_seconds, "lease_seconds")
         checked = validate.leases(leases, now)
-        return self._extend_many(checked, lease_seconds, now, brief) if checked else []
+        return self._lease_extend_many(checked, lease_seconds, now, brief) if checked else []
 
     def task_complete(
         self, lease: Lease, result: Any = None, *, now: datetime | None = None
@@ -192,7 +192,7 @@ class Store(Backend):
     ) -> list[Answer]:
         validate.leases([c.lease for c in completions], now)
         encoded = [(c.lease, self._result_json(c)) for c in completions]
-        return self._complete_many(encoded, now, brief) if encoded else []
+        return self._task_complete_many(encoded, now, brief) if encoded else []
 
     def _result_json(self, completion: Completion) -> str:
         """The completion's result as JSON: encoded once, by whoever checked it."""
@@ -239,19 +239,19 @@ class Store(Backend):
             )
             for f in failures
         ]
-        return self._fail_many(checked, now, brief) if checked else []
+        return self._task_fail_many(checked, now, brief) if checked else []
 
     def task_snooze(self, lease: Lease, seconds: float, *, now: datetime | None = None) -> Task:
         """Pause a held task for ``seconds``; the supervisor wakes it to pending."""
         seconds = validate.seconds(seconds, "seconds", allow_zero=True)
         validate.leases([lease], now)
-        return raise_if_refused(self._snooze(lease, seconds, now))
+        return raise_if_refused(self._task_snooze(lease, seconds, now))
 
     def task_release(self, lease: Lease, *, now: datetime | None = None) -> Task:
         """Give a held task back to pending at once, not counting the attempt
         (graceful shutdown)."""
         validate.leases([lease], now)
-        return raise_if_refused(self._release(lease, now))
+        return raise_if_refused(self._task_release(lease, now))
 
     # -- supervising and administering --------------------------------------------
 
@@ -267,7 +267,7 @@ class Store(Backend):
         validate.text(task_id, "task_id")
         validate.integer(record_ver, "record_ver", minimum=1)
         validate.moment(now, "now")
-        return self._revoke(task_id, record_ver, now)
+        return self._task_revoke(task_id, record_ver, now)
 
     def task_cancel(self, task_id: str, *, now: datetime | None = None) -> Task:
         """Cancel a pending, running or snoozed task; its lease, if any, is lost."""
@@ -325,7 +325,7 @@ class Store(Backend):
 
     def task_count(self, filters: TaskFilter | None = None) -> int:
         """How many tasks match ``filters``."""
-        return self._count(validate.task_filter(filters or TaskFilter()))
+        return self._task_count(validate.task_filter(filters or TaskFilter()))
 
     def clock_now(self) -> datetime:
         """The store's own clock: the database server's for PostgreSQL, this
@@ -340,7 +340,7 @@ class Store(Backend):
         than ``older_than`` seconds ago; return how many."""
         older_than = validate.seconds(older_than, "older_than", allow_zero=True)
         validate.moment(now, "now")
-        return self._prune_tasks(older_than, validate.page_limit(limit), now)
+        return self._task_prune(older_than, validate.page_limit(limit), now)
 
     def event_prune(
         self, older_than: float, *, limit: int = 1000, now: datetime | None = None
@@ -348,7 +348,7 @@ class Store(Backend):
         """Delete up to ``limit`` events older than ``older_than`` seconds."""
         older_than = validate.seconds(older_than, "older_than", allow_zero=True)
         validate.moment(now, "now")
-        return self._prune_events(older_than, validate.page_limit(limit), now)
+        return self._event_prune(older_than, validate.page_limit(limit), now)
 
     def statistics_refresh(self) -> list[str]:
         """Refresh the planner's statistics of the tables that changed much since

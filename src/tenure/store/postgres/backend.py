@@ -177,7 +177,7 @@ class PostgresStore(Store):
 
     # -- creating -----------------------------------------------------------------
 
-    def _create_many(
+    def _task_create_many(
         self, tasks: list[PreparedTask], now: datetime | None, connection: Any
     ) -> list[Task]:
         ids = [t.id for t in tasks]
@@ -199,22 +199,22 @@ class PostgresStore(Store):
 
     # -- reading ------------------------------------------------------------------
 
-    def _get(self, task_id: str) -> Task | None:
+    def _task_get(self, task_id: str) -> Task | None:
         found = self._read("get_task", {"id": task_id})
         return rows.task(found[0]) if found else None
 
-    def _list_group(self, group_id: str) -> list[Task]:
+    def _task_list_group(self, group_id: str) -> list[Task]:
         return [rows.task(row) for row in self._read("list_group", {"group_id": group_id})]
 
-    def _list(self, filters: TaskFilter, after: int, limit: int) -> list[Positioned]:
+    def _task_list(self, filters: TaskFilter, after: int, limit: int) -> list[Positioned]:
         params = {"after": after, "limit": limit, **rows.filter_params(filters)}
         return [(row["seq"], rows.task(row)) for row in self._read("list_tasks", params)]
 
-    def _count(self, filters: TaskFilter) -> int:
+    def _task_count(self, filters: TaskFilter) -> int:
         count: int = self._read("count_tasks", rows.filter_params(filters))[0]["count"]
         return count
 
-    def _list_leased(
+    def _task_list_leased(
         self, topics: Sequence[str] | None, after: int, limit: int
     ) -> list[Positioned]:
         params: dict[str, Any] = {"after": after, "limit": limit}
@@ -229,7 +229,7 @@ class PostgresStore(Store):
 
     # -- leases -------------------------------------------------------------------
 
-    def _reserve(self, params: ReserveParams) -> list[Task]:
+    def _task_reserve(self, params: ReserveParams) -> list[Task]:
         values: dict[str, Any] = {
             "owner": params.owner,
             "limit": params.limit,
@@ -281,7 +281,7 @@ class PostgresStore(Store):
                 _explain_misses(conn, leases, cut, outcomes, target)
         return [outcome for outcome in outcomes if outcome is not None]
 
-    def _extend_many(
+    def _lease_extend_many(
         self, leases: list[Lease], lease_seconds: float, now: datetime | None, brief: bool
     ) -> list[Answer]:
         scalars = {"lease_seconds": lease_seconds}
@@ -289,7 +289,7 @@ class PostgresStore(Store):
             "extend_leases", Status.RUNNING, leases, now, brief=brief, scalars=scalars
         )
 
-    def _complete_many(
+    def _task_complete_many(
         self, completions: list[tuple[Lease, str]], now: datetime | None, brief: bool
     ) -> list[Answer]:
         leases = [lease for lease, _ in completions]
@@ -304,7 +304,7 @@ class PostgresStore(Store):
             sizes=[len(result) for result in results],
         )
 
-    def _fail_many(
+    def _task_fail_many(
         self, failures: list[Failure], now: datetime | None, brief: bool
     ) -> list[Answer]:
         leases = [failure.lease for failure in failures]
@@ -314,16 +314,16 @@ class PostgresStore(Store):
             "fail_tasks", Status.FAILED, leases, now, brief=brief, columns=columns, sizes=sizes
         )
 
-    def _snooze(self, lease: Lease, seconds: float, now: datetime | None) -> Answer:
+    def _task_snooze(self, lease: Lease, seconds: float, now: datetime | None) -> Answer:
         scalars = {"seconds": seconds}
         return self._holder_writes("snooze_task", Status.SNOOZED, [lease], now, scalars=scalars)[0]
 
-    def _release(self, lease: Lease, now: datetime | None) -> Answer:
+    def _task_release(self, lease: Lease, now: datetime | None) -> Answer:
         return self._holder_writes("release_task", Status.PENDING, [lease], now)[0]
 
     # -- supervision and administration ---------------------------------------------
 
-    def _revoke(self, task_id: str, record_ver: int, now: datetime | None) -> Task | None:
+    def _task_revoke(self, task_id: str, record_ver: int, now: datetime | None) -> Task | None:
         params = {
             "id": task_id,
             "record_ver": record_ver,
@@ -350,10 +350,10 @@ class PostgresStore(Store):
     def _clock_now(self) -> datetime:
         return rows.moment(self._read("clock_now", {})[0], "now")
 
-    def _prune_tasks(self, older_than: float, limit: int, now: datetime | None) -> int:
+    def _task_prune(self, older_than: float, limit: int, now: datetime | None) -> int:
         return self._count_of("prune_tasks", {"older_than": older_than, "limit": limit, "now": now})
 
-    def _prune_events(self, older_than: float, limit: int, now: datetime | None) -> int:
+    def _event_prune(self, older_than: float, limit: int, now: datetime | None) -> int:
         params = {"older_than": older_than, "limit": limit, "now": now}
         return self._count_of("prune_events", params)
 

@@ -195,7 +195,7 @@ class SQLiteStore(Store):
 
     # -- creating -------------------------------------------------------------
 
-    def _create_many(
+    def _task_create_many(
         self, tasks: list[PreparedTask], now: datetime | None, connection: Any
     ) -> list[Task]:
         at = epoch_or_now(now)
@@ -231,22 +231,22 @@ class SQLiteStore(Store):
 
     # -- reading --------------------------------------------------------------
 
-    def _get(self, task_id: str) -> Task | None:
+    def _task_get(self, task_id: str) -> Task | None:
         found = self._read("get_task", {"id": task_id})
         return rows.task(found[0]) if found else None
 
-    def _list_group(self, group_id: str) -> list[Task]:
+    def _task_list_group(self, group_id: str) -> list[Task]:
         return [rows.task(row) for row in self._read("list_group", {"group_id": group_id})]
 
-    def _list(self, filters: TaskFilter, after: int, limit: int) -> list[Positioned]:
+    def _task_list(self, filters: TaskFilter, after: int, limit: int) -> list[Positioned]:
         params = {"after": after, "limit": limit, **rows.filter_params(filters)}
         return [(row["seq"], rows.task(row)) for row in self._read("list_tasks", params)]
 
-    def _count(self, filters: TaskFilter) -> int:
+    def _task_count(self, filters: TaskFilter) -> int:
         count: int = self._read("count_tasks", rows.filter_params(filters))[0][0]
         return count
 
-    def _list_leased(
+    def _task_list_leased(
         self, topics: Sequence[str] | None, after: int, limit: int
     ) -> list[Positioned]:
         if topics is None:
@@ -262,7 +262,7 @@ class SQLiteStore(Store):
 
     # -- leases ---------------------------------------------------------------
 
-    def _reserve(self, params: ReserveParams) -> list[Task]:
+    def _task_reserve(self, params: ReserveParams) -> list[Task]:
         values: dict[str, Any] = {
             "owner": params.owner,
             "limit": params.limit,
@@ -307,34 +307,34 @@ class SQLiteStore(Store):
                 outcomes.append(refusal(task, lease, target))
         return outcomes
 
-    def _extend_many(
+    def _lease_extend_many(
         self, leases: list[Lease], lease_seconds: float, now: datetime | None, brief: bool
     ) -> list[Answer]:
         items = [(lease, {"lease_seconds": lease_seconds}) for lease in leases]
         return self._holder_writes("extend_leases", Status.RUNNING, items, now, brief)
 
-    def _complete_many(
+    def _task_complete_many(
         self, completions: list[tuple[Lease, str]], now: datetime | None, brief: bool
     ) -> list[Answer]:
         items = [(lease, {"result": result}) for lease, result in completions]
         return self._holder_writes("complete_tasks", Status.DONE, items, now, brief)
 
-    def _fail_many(
+    def _task_fail_many(
         self, failures: list[Failure], now: datetime | None, brief: bool
     ) -> list[Answer]:
         items = [(f.lease, rows.failure_params(f)) for f in failures]
         return self._holder_writes("fail_tasks", Status.FAILED, items, now, brief)
 
-    def _snooze(self, lease: Lease, seconds: float, now: datetime | None) -> Answer:
+    def _task_snooze(self, lease: Lease, seconds: float, now: datetime | None) -> Answer:
         items = [(lease, {"seconds": seconds})]
         return self._holder_writes("snooze_task", Status.SNOOZED, items, now)[0]
 
-    def _release(self, lease: Lease, now: datetime | None) -> Answer:
+    def _task_release(self, lease: Lease, now: datetime | None) -> Answer:
         return self._holder_writes("release_task", Status.PENDING, [(lease, {})], now)[0]
 
     # -- supervision and administration ---------------------------------------
 
-    def _revoke(self, task_id: str, record_ver: int, now: datetime | None) -> Task | None:
+    def _task_revoke(self, task_id: str, record_ver: int, now: datetime | None) -> Task | None:
         params = {
             "id": task_id,
             "record_ver": record_ver,
@@ -362,10 +362,10 @@ class SQLiteStore(Store):
     def _clock_now(self) -> datetime:
         return utcnow()
 
-    def _prune_tasks(self, older_than: float, limit: int, now: datetime | None) -> int:
+    def _task_prune(self, older_than: float, limit: int, now: datetime | None) -> int:
         return self._delete("prune_tasks", epoch_or_now(now) - older_than, limit)
 
-    def _prune_events(self, older_than: float, limit: int, now: datetime | None) -> int:
+    def _event_prune(self, older_than: float, limit: int, now: datetime | None) -> int:
         return self._delete("prune_events", epoch_or_now(now) - older_than, limit)
 
     def _delete(self, query: str, cutoff: float, limit: int) -> int:
