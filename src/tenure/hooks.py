@@ -57,14 +57,16 @@ class Hooks:
 
     def __init__(self) -> None:
         self._hooks: dict[str, list[Hook]] = {kind: [] for kind in HOOK_KINDS}
+        self._any = False
 
     def add(self, kind: str, hook: Hook) -> None:
         if kind not in self._hooks:
             raise ConfigError(f"unknown hook {kind!r}; choose from {', '.join(HOOK_KINDS)}")
         self._hooks[kind].append(hook)
+        self._any = True
 
     def __bool__(self) -> bool:
-        return any(self._hooks.values())
+        return self._any  # asked for every task: kept, not recounted
 
     def fire(self, outcome: Outcome) -> None:
         """Call each hook of ``outcome.kind``; one that raises is logged, not fatal."""

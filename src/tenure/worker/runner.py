@@ -75,7 +75,7 @@ def split_data(task: Task) -> tuple[list[Any], dict[str, Any]]:
 def is_coroutine_task(registry: Registry, task: Task) -> bool:
     """Whether ``task`` runs an ``async def`` function (one this worker knows)."""
     function = registry.get(task.name)
-    return function is not None and inspect.iscoroutinefunction(function.fn)
+    return function is not None and function.is_async
 
 
 def run_in_thread(
@@ -91,8 +91,8 @@ def run_in_thread(
     function = resolve(registry, task)
     if isinstance(function, Raised):
         return function
-    if not inspect.iscoroutinefunction(function.fn):
-        return run_sync(registry, task, lease)
+    if not function.is_async:
+        return call_sync(registry, function, task, lease)
     try:
         return loop.run(run_async(registry, task, lease), cancellation)
     except asyncio.CancelledError as exc:
@@ -108,11 +108,21 @@ def run_sync(registry: Registry, task: Task, lease: Lease) -> Ending:
     function = resolve(registry, task)
     if isinstance(function, Raised):
         return function
+    return call_sync(registry, function, task, lease)
+
+
+def call_sync(
+    registry: Registry, function: TaskFunction[Any, Any], task: Task, lease: Lease
+) -> Ending:
+    """Call ``function`` for ``task`` in this thread, inside the middleware."""
     args, kwargs = split_data(task)
     set_current(Current(task, lease))
-    result: Any = None  # stays None if a middleware swallows the exception
     try:
-        with executing(registry.middleware, task):
+        if registry.middleware:
+            result: Any = None  # stays None if a middleware swallows the exception
+            with executing(registry.middleware, task):
+                result = function.fn(*args, **kwargs)
+        else:
             result = function.fn(*args, **kwargs)
         return _checked(registry, result, awaited=False)
     except BaseException as exc:
@@ -126,8 +136,8 @@ async def run_async(registry: Registry, task: Task, lease: Lease) -> Ending:
     function = resolve(registry, task)
     if isinstance(function, Raised):
         return function
-    if not inspect.iscoroutinefunction(function.fn):
-        return await asyncio.to_thread(run_sync, registry, task, lease)
+    if not function.is_async:
+        return await asyncio.to_thread(call_sync, registry, function, task, lease)
     args, kwargs = split_data(task)
     set_current(Current(task, lease))  # the coroutine runs in its own copied context
     result: Any = None  # stays None if a middleware swallows the exception

@@ -100,18 +100,22 @@ class Teller:
     def started(self, held: Held) -> None:
         """The execution of ``held`` begins."""
         task = held.task
-        log.info(
-            "task %s %s attempt=%d/%d started",
-            task.id,
-            task.name,
-            task.attempts,
-            task.max_attempts,
-            extra=fields(task, status="running"),
-        )
-        self.fire(Outcome("started", task))
+        if log.isEnabledFor(logging.INFO):  # a line per task: built only if shown
+            log.info(
+                "task %s %s attempt=%d/%d started",
+                task.id,
+                task.name,
+                task.attempts,
+                task.max_attempts,
+                extra=fields(task, status="running"),
+            )
+        if self.hooks:
+            self.fire(Outcome("started", task))
 
     def ended(self, held: Held, ending: Ending, state: TaskState, delay: float | None) -> None:
         """The store accepted ``ending``; the task is now ``state.status``."""
+        if isinstance(ending, Succeeded) and not self.hooks and not log.isEnabledFor(logging.INFO):
+            return  # the common case at WARNING: nothing to tell, nothing to build
         task, duration = held.task, round(time.monotonic() - held.started, 6)
         head = f"task {task.id} {task.name} attempt={task.attempts}/{task.max_attempts}"
         extra = fields(task, duration=duration, status=str(state.status))
@@ -125,9 +129,10 @@ class Teller:
         else:
             kind = "failed" if state.status is Status.FAILED else "retrying"
             _failure(head, ending, kind, delay, extra)
-        error = ending.error if isinstance(ending, Raised) else None
-        result = ending.result if isinstance(ending, Succeeded) else None
-        self.fire(Outcome(kind, task, error, result, delay, duration))
+        if self.hooks:
+            error = ending.error if isinstance(ending, Raised) else None
+            result = ending.result if isinstance(ending, Succeeded) else None
+            self.fire(Outcome(kind, task, error, result, delay, duration))
 
     def discarded(self, held: Held, refusal: TenureError) -> None:
         """An ending or a keepalive of ``held`` was refused: its lease is gone.
