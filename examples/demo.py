@@ -135,7 +135,7 @@ def summarize(group: str, elapsed: float, victim_pid: int, killed_at: datetime |
 
 def all_events() -> list[Event]:
     events: list[Event] = []
-    while page := app.store.event_list(after=events[-1].id if events else 0, limit=10_000):
+    while page := app.store.event_list(after=events[-1].cursor if events else None, limit=10_000):
         events.extend(page)
     return events
 

@@ -47,12 +47,13 @@ def reach(store: Store, status: Status, **fields: object) -> tuple[Task, Lease |
 ERROR = TaskError("ValueError", "boom", "Traceback ...")
 
 
-def last_event_id(store: Store) -> int:
-    events = store.event_list(after=0, limit=10_000)
-    return events[-1].id if events else 0
+def last_event_cursor(store: Store) -> str | None:
+    """Where a follower that has read the whole log so far would resume."""
+    events = store.event_list(limit=10_000)
+    return events[-1].cursor if events else None
 
 
-def events_since(store: Store, after: int) -> list[Event]:
+def events_since(store: Store, after: str | None) -> list[Event]:
     return store.event_list(after=after, limit=10_000)
 
 

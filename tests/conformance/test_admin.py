@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from tenure import AlreadyDone, InvalidTransition, Status, Store, TaskNotFound
-from tests.conformance.support import ERROR, events_since, last_event_id, new, reach, reserve_one
+from tests.conformance.support import (
+    ERROR,
+    events_since,
+    last_event_cursor,
+    new,
+    reach,
+    reserve_one,
+)
 
 
 def test_revoke_with_current_record_ver_returns_task_to_pending(store: Store) -> None:
@@ -22,7 +29,7 @@ def test_revoke_with_stale_record_ver_changes_nothing(store: Store) -> None:
     store.task_create(new())
     task, lease = reserve_one(store)
     alive = store.lease_extend(lease, 30)  # the keepalive moved record_ver on
-    before = last_event_id(store)
+    before = last_event_cursor(store)
     assert store.task_revoke(task.id, task.record_ver) is None
     assert store.task_get(task.id) == alive
     assert events_since(store, before) == []
@@ -31,7 +38,7 @@ def test_revoke_with_stale_record_ver_changes_nothing(store: Store) -> None:
 def test_revoke_of_last_attempt_fails_the_task(store: Store) -> None:
     store.task_create(new(max_attempts=1))
     task, _ = reserve_one(store)
-    before = last_event_id(store)
+    before = last_event_cursor(store)
     revoked = store.task_revoke(task.id, task.record_ver)
     assert revoked is not None and revoked.status is Status.FAILED
     assert revoked.error is not None and revoked.error.type == "LeaseExpired"

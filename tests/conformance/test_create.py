@@ -6,7 +6,7 @@ import pytest
 
 from tenure import DuplicateTask, Status, Store
 from tenure.task import LockPhase, UniqueRule
-from tests.conformance.support import events_since, in_, last_event_id, new
+from tests.conformance.support import events_since, in_, last_event_cursor, new
 
 
 def test_create_returns_pending_task_with_defaults(store: Store) -> None:
@@ -62,7 +62,7 @@ def test_generated_ids_are_unique_and_time_sortable(store: Store) -> None:
 
 
 def test_create_many_writes_all_and_one_event_each(store: Store) -> None:
-    before = last_event_id(store)
+    before = last_event_cursor(store)
     tasks = store.task_create_many([new(data=i) for i in range(50)])
     assert [t.data for t in tasks] == list(range(50))
     events = events_since(store, before)
@@ -77,7 +77,7 @@ def test_create_many_empty_is_a_no_op(store: Store) -> None:
 
 def test_duplicate_id_is_refused_and_nothing_written(store: Store) -> None:
     store.task_create(new(id="same"))
-    before = last_event_id(store)
+    before = last_event_cursor(store)
     with pytest.raises(DuplicateTask) as raised:
         store.task_create_many([new(id="fresh"), new(id="same")])
     assert raised.value.task_id == "same"

@@ -63,7 +63,7 @@ def test_event_prune(store: Store) -> None:
     store.task_create_many([new() for _ in range(3)], now=old)
     recent = store.task_create(new())
     assert store.event_prune(3600) == 3
-    assert [e.task_id for e in events_since(store, 0)] == [recent.id]
+    assert [e.task_id for e in events_since(store, None)] == [recent.id]
 
 
 def test_the_scheduler_cycle_expires_stale_unique_locks_and_counts_them(store: Store) -> None:

@@ -25,7 +25,7 @@ from tests.conformance.support import (
     OWNER,
     events_since,
     in_,
-    last_event_id,
+    last_event_cursor,
     new,
     reach,
     reserve_one,
@@ -38,7 +38,7 @@ from tests.conftest import StoreFactory
 def test_extend_moves_expiry_and_bumps_record_ver(store: Store) -> None:
     store.task_create(new())
     task, lease = reserve_one(store, lease_seconds=5)
-    before = last_event_id(store)
+    before = last_event_cursor(store)
     later = in_(3)
     extended = store.lease_extend(lease, 30, now=later)
     assert extended.status is Status.RUNNING
@@ -104,7 +104,7 @@ def test_extend_many_reports_each_lease_alone(store: Store) -> None:
 def test_complete_stores_result_and_timings(store: Store) -> None:
     store.task_create(new())
     _, lease = reserve_one(store)
-    before = last_event_id(store)
+    before = last_event_cursor(store)
     done = store.task_complete(lease, {"synced": 42})
     assert (done.status, done.result, done.attempts) == (Status.DONE, {"synced": 42}, 1)
     assert done.lease_owner is None and done.lease_expires_at is None
@@ -173,7 +173,7 @@ def test_fail_without_retry_ends_failed_with_error(store: Store) -> None:
 def test_fail_with_retry_goes_back_to_pending_later_and_lower(store: Store) -> None:
     store.task_create(new(max_attempts=3, priority=5))
     _, lease = reserve_one(store)
-    before = last_event_id(store)
+    before = last_event_cursor(store)
     now = in_(0)
     retried = store.task_fail(lease, ERROR, retry_in=30, priority_step=1, now=now)
     assert retried.status is Status.PENDING and retried.priority == 4

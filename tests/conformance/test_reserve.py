@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tenure import Status, Store
 from tenure.store import ReserveParams
-from tests.conformance.support import OWNER, events_since, in_, last_event_id, new
+from tests.conformance.support import OWNER, events_since, in_, last_event_cursor, new
 
 
 def reserve(store: Store, **params: object) -> list[str]:
@@ -14,7 +14,7 @@ def reserve(store: Store, **params: object) -> list[str]:
 
 def test_reserve_grants_a_lease(store: Store) -> None:
     created = store.task_create(new())
-    before = last_event_id(store)
+    before = last_event_cursor(store)
     [task] = store.task_reserve(ReserveParams(owner="w", lease_seconds=30))
     assert task.id == created.id and task.status is Status.RUNNING
     assert (task.lease_owner, task.assignee, task.attempts) == ("w", "w", 1)

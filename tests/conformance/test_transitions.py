@@ -15,7 +15,7 @@ import pytest
 from tenure import InvalidTransition, Lease, LeaseError, Status, Store, Task, TaskNotFound
 from tenure.store import ReserveParams
 from tenure.task import CANCELLABLE, RETRYABLE, TRANSITIONS
-from tests.conformance.support import ERROR, OWNER, events_since, last_event_id, reach
+from tests.conformance.support import ERROR, OWNER, events_since, last_event_cursor, reach
 
 Apply = Callable[[Store, Task, Lease], "Task | None"]
 
@@ -65,7 +65,7 @@ def test_transition(store: Store, op_name: str, status: Status) -> None:
     op = OPS[op_name]
     task, lease = reach(store, status, max_attempts=3)
     lease = lease or Lease(task.id, OWNER, task.record_ver)
-    before = last_event_id(store)
+    before = last_event_cursor(store)
     if status in op.allowed_from:
         assert op.target in TRANSITIONS[status]
         after = op.apply(store, task, lease)

@@ -9,7 +9,7 @@ import pytest
 
 from tenure import LockPhase, OnConflict, Status, Store, Task, UniqueConflict
 from tenure.store import ReserveParams, TaskFilter, UniqueRule
-from tests.conformance.support import ERROR, events_since, last_event_id, lease_of, new
+from tests.conformance.support import ERROR, events_since, last_event_cursor, lease_of, new
 
 UNTIL_EXECUTING = LockPhase.UNTIL_EXECUTING
 WHILE_EXECUTING = LockPhase.WHILE_EXECUTING
@@ -50,7 +50,7 @@ def test_a_held_enqueue_lock_refuses_the_twin_and_writes_nothing(
 ) -> None:
     first = create(store, lock)
     assert holders(store) == {"k": first.id}
-    before = last_event_id(store)
+    before = last_event_cursor(store)
     with pytest.raises(UniqueConflict) as refused:
         create(store, lock)
     assert refused.value.holder == first.id and refused.value.key == "k"
@@ -168,7 +168,7 @@ def test_start_refused_by_reject_cancels_with_the_reason(store: Store) -> None:
     first = create(store, WHILE_EXECUTING)
     second = create(store, WHILE_EXECUTING)
     [running] = reserve(store, limit=1)
-    before = last_event_id(store)
+    before = last_event_cursor(store)
     assert reserve(store, owner="w2") == []
     refused = store.task_get(second.id)
     assert refused is not None and refused.status is Status.CANCELLED
@@ -183,7 +183,7 @@ def test_start_refused_by_reschedule_waits_without_spending_an_attempt(store: St
     create(store, WHILE_EXECUTING, on_conflict=OnConflict.RESCHEDULE, retry_in=30)
     second = create(store, WHILE_EXECUTING, on_conflict=OnConflict.RESCHEDULE, retry_in=30)
     [running] = reserve(store, limit=1, now=T0)
-    before = last_event_id(store)
+    before = last_event_cursor(store)
     assert reserve(store, owner="w2", now=T0) == []
     steps = [(e.from_status, e.to_status, e.attempt) for e in events_since(store, before)]
     assert steps == [(Status.PENDING, Status.RUNNING, 1), (Status.RUNNING, Status.PENDING, 0)]
@@ -203,7 +203,7 @@ def test_start_refused_by_raise_fails_the_attempt(store: Store) -> None:
     second = store.task_create(new(topic="u", priority=3, max_attempts=2, unique=rule), now=T0)
     [held] = reserve(store, limit=1, now=T0)
     assert held.id == first.id
-    before = last_event_id(store)
+    before = last_event_cursor(store)
     assert reserve(store, owner="w2", now=T0 + timedelta(seconds=10)) == []
     steps = [(e.from_status, e.to_status, e.attempt) for e in events_since(store, before)]
     assert steps == [(Status.PENDING, Status.RUNNING, 1), (Status.RUNNING, Status.PENDING, 1)]

@@ -10,7 +10,7 @@ import pytest
 from tenure import InvalidInput, Lease, LeaseLost, Store, TaskError
 from tenure.checks import MAX_NAME_LENGTH
 from tenure.store import NewTask, ReserveParams, TaskFilter
-from tests.conformance.support import OWNER, last_event_id, new, reserve_one
+from tests.conformance.support import OWNER, last_event_cursor, new, reserve_one
 
 
 def deep(levels: int) -> Any:
@@ -53,11 +53,11 @@ BAD_TASKS: dict[str, tuple[dict[str, Any], str]] = {
 @pytest.mark.parametrize("case", sorted(BAD_TASKS))
 def test_bad_task_is_refused_and_nothing_written(store: Store, case: str) -> None:
     fields, field = BAD_TASKS[case]
-    before = last_event_id(store)
+    before = last_event_cursor(store)
     with pytest.raises(InvalidInput) as raised:
         store.task_create(NewTask(**{"topic": "t", "name": "n", **fields}))
     assert raised.value.field == field
-    assert store.task_list().tasks == [] and last_event_id(store) == before
+    assert store.task_list().tasks == [] and last_event_cursor(store) == before
 
 
 def test_bad_task_in_a_batch_names_its_index_and_writes_none(store: Store) -> None:
@@ -132,7 +132,7 @@ def test_unknown_status_and_bad_limits_in_listing(store: Store) -> None:
     with pytest.raises(InvalidInput):
         store.task_list(limit=0)
     with pytest.raises(InvalidInput):
-        store.event_list(after=-1)
+        store.event_list(after="0.-1")
 
 
 def test_sql_metacharacters_are_plain_text(store: Store) -> None:
@@ -178,7 +178,7 @@ def test_out_of_range_reserve_changes_nothing(store: Store) -> None:
     with pytest.raises(InvalidInput):
         store.task_revoke(task.id, 2**63)
     with pytest.raises(InvalidInput):
-        store.event_list(after=2**63)
+        store.event_list(after=f"0.{2**63}")
     with pytest.raises(InvalidInput):
         store.task_list_leased(topics="abc")  # type: ignore[arg-type]
 

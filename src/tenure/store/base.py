@@ -142,11 +142,22 @@ class Store(Backend):
         limit = validate.page_limit(limit)
         return _page(self._task_list_leased(topics, after, limit), limit, scope)
 
-    def event_list(self, *, after: int = 0, limit: int = 1000) -> list[Event]:
-        """Events with an id above ``after``, in id order."""
-        return self._event_list(
-            validate.integer(after, "after", minimum=0), validate.page_limit(limit)
-        )
+    def event_list(self, *, after: str | None = None, limit: int = 1000) -> list[Event]:
+        """The events after the cursor ``after`` (an earlier event's ``cursor``;
+        ``None`` for the beginning), in the order a follower must see them.
+
+        Every committed event is returned exactly once across pages, and an
+        event is returned only once every transaction that could still write an
+        event before it has ended: a follower that saves the last cursor it saw
+        never skips an event whose transaction commits later. Event ids cannot
+        promise that on PostgreSQL, where transactions commit out of id order,
+        so an event becomes visible here when no transaction older than its own
+        is still open (a long transaction anywhere on the server delays the log,
+        it never loses it). A cursor is opaque: one not made by a store is
+        refused with ``InvalidInput("after", …)``.
+        """
+        position = cursors.EVENT_START if after is None else cursors.event_position(after)
+        return self._event_list(position, validate.page_limit(limit))
 
     # -- holding leases -----------------------------------------------------------
 

@@ -1,9 +1,14 @@
-"""Opaque keyset cursors for paging through task lists.
+"""Opaque keyset cursors for paging through task lists, and the event log's.
 
 A cursor carries the position after the last row returned, bound to the query it
 came from (a hash of its filters) and sealed with a checksum, so a truncated,
 edited or foreign cursor is refused with ``InvalidInput("cursor", …)`` instead of
 silently paging from the wrong place.
+
+An event cursor is a position in the commit-safe order of the log rather than in
+one query's rows, so it carries no scope and no seal: any event's cursor resumes
+any follower, and one that does not parse is refused with
+``InvalidInput("after", …)``.
 """
 
 from __future__ import annotations
@@ -57,4 +62,33 @@ def decode(cursor: str, scope: str) -> int:
         raise InvalidInput("cursor", "cursor position out of range")
     if cursor_scope != scope:
         raise InvalidInput("cursor", "cursor belongs to a query with other filters")
+    return position
+
+
+EVENT_START = (0, 0)
+"""The position before every event: ``event_list(after=None)`` starts here."""
+
+_EVENT_CURSOR_DIGITS = 20  # 2**64 - 1 has 20 decimal digits
+
+
+def event_cursor(xid: int, event_id: int) -> str:
+    """The cursor that resumes after the event ``event_id`` written by the
+    transaction ``xid``: ``"<xid>.<id>"``. Callers treat it as opaque; it is
+    readable only so that an operator can tell which transaction wrote an event.
+    SQLite serialises writers, so ids commit in order and its ``xid`` is 0."""
+    return f"{xid}.{event_id}"
+
+
+def event_position(cursor: str) -> tuple[int, int]:
+    """The ``(xid, id)`` an event cursor resumes after; ``InvalidInput("after", …)``
+    if it is not one ``event_cursor`` makes, so a follower given a garbled
+    cursor stops instead of re-reading or skipping the log."""
+    if not isinstance(cursor, str) or not cursor.isascii() or cursor.count(".") != 1:
+        raise InvalidInput("after", "malformed event cursor")
+    xid, event_id = cursor.split(".")
+    if not all(part.isdigit() and len(part) <= _EVENT_CURSOR_DIGITS for part in (xid, event_id)):
+        raise InvalidInput("after", "malformed event cursor")
+    position = int(xid), int(event_id)
+    if position[0] >= 2**64 or position[1] >= 2**63:
+        raise InvalidInput("after", "event cursor position out of range")
     return position

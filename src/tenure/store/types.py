@@ -150,7 +150,9 @@ class Page:
 @dataclass(frozen=True, slots=True)
 class Event:
     """One transition, as the event log recorded it. ``from_status`` is ``None``
-    for a task's creation."""
+    for a task's creation. ``cursor`` is opaque: pass the last one seen as
+    ``event_list(after=...)`` to resume after it (``id`` is not an order to page
+    by: on PostgreSQL ids commit out of order)."""
 
     id: int
     task_id: str
@@ -161,6 +163,7 @@ class Event:
     attempt: int
     owner: str | None
     at: datetime
+    cursor: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -223,8 +223,8 @@ class PostgresStore(Store):
             query, params["topics"] = "list_leased_topics", list(topics)
         return [(row["seq"], rows.task(row)) for row in self._read(query, params)]
 
-    def _event_list(self, after: int, limit: int) -> list[Event]:
-        found = self._read("list_events", {"after": after, "limit": limit})
+    def _event_list(self, after: tuple[int, int], limit: int) -> list[Event]:
+        found = self._read("list_events", rows.event_params(after, limit))
         return [rows.event(row) for row in found]
 
     # -- leases -------------------------------------------------------------------

@@ -99,9 +99,38 @@ WHERE status IN ('running', 'snoozed') AND seq > %(after)s::bigint
 ORDER BY seq
 LIMIT %(limit)s::bigint;
 
+-- Events in (xid, id) order, after the cursor's position, and only those whose
+-- transaction is older than every transaction still open that could write one:
+-- ids are drawn before commit, so a later id can commit first, and a reader
+-- paging by id alone would pass an event still to be committed and never see
+-- it. Below that horizon no transaction can add an event any more.
+--
+-- The horizon is the snapshot's oldest running transaction (its xmin), except
+-- that a transaction another database's backend is running cannot write this
+-- database's events, so it is passed over: otherwise any busy neighbour on the
+-- server would hold the log back. A running xid not found in pg_stat_activity
+-- (it ended meanwhile, or is a prepared transaction, or its backend is not
+-- visible) is kept, so the horizon errs only towards waiting. pg_stat_activity
+-- shows 32-bit xids, compared with the low 32 bits of the snapshot's xid8.
+--
+-- The xid goes out as text (psycopg has no xid8 type) under another name, so
+-- that ORDER BY xid sorts the column, not the text. Walks events_by_xid.
 -- name: list_events
-SELECT id, task_id, topic, name, from_status, to_status, attempt, owner, at
-FROM events WHERE id > %(after)s::bigint ORDER BY id LIMIT %(limit)s::bigint;
+WITH horizon AS (
+    SELECT coalesce(min(running.xid), pg_snapshot_xmax(pg_current_snapshot())) AS xid
+    FROM pg_snapshot_xip(pg_current_snapshot()) AS running (xid)
+    WHERE NOT EXISTS (
+        SELECT FROM pg_stat_activity AS other
+        WHERE other.datid <> (SELECT oid FROM pg_database WHERE datname = current_database())
+          AND other.backend_xid::text::bigint = running.xid::text::numeric %% 4294967296
+    )
+)
+SELECT xid::text AS xid_text, id, task_id, topic, name, from_status, to_status, attempt, owner, at
+FROM events
+WHERE (xid, id) > (%(after_xid)s::text::xid8, %(after_id)s::bigint)
+  AND xid < (SELECT xid FROM horizon)
+ORDER BY xid, id
+LIMIT %(limit)s::bigint;
 
 -- What a reservation writes on the rows it picked (the CTE "picked"): running,
 -- one more attempt, leased to the owner for lease_seconds, the lease token one

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from tenure.store.cursor import event_cursor
 from tenure.store.types import (
     Event,
     Failure,
@@ -154,6 +155,12 @@ def created(task: PreparedTask, row: Row) -> Task:
     return task.created(moment(row, "created_at"), _utc(row["run_at"]))
 
 
+def event_params(after: tuple[int, int], limit: int) -> dict[str, Any]:
+    """list_events' parameters: the xid goes as text, cast to xid8 by the query,
+    since xid8 reaches past bigint and psycopg has no type for it."""
+    return {"after_xid": str(after[0]), "after_id": after[1], "limit": limit}
+
+
 def event(row: Row) -> Event:
     from_status = row["from_status"]
     at = _utc(row["at"])
@@ -168,6 +175,7 @@ def event(row: Row) -> Event:
         attempt=row["attempt"],
         owner=row["owner"],
         at=at,
+        cursor=event_cursor(int(row["xid_text"]), row["id"]),
     )
 
 

@@ -256,8 +256,8 @@ class SQLiteStore(Store):
             found = self._read("list_leased_topics", params)
         return [(row["seq"], rows.task(row)) for row in found]
 
-    def _event_list(self, after: int, limit: int) -> list[Event]:
-        found = self._read("list_events", {"after": after, "limit": limit})
+    def _event_list(self, after: tuple[int, int], limit: int) -> list[Event]:
+        found = self._read("list_events", {"after": after[1], "limit": limit})
         return [rows.event(row) for row in found]
 
     # -- leases ---------------------------------------------------------------

@@ -67,6 +67,8 @@ WHERE status IN ('running', 'snoozed') AND seq > :after
 ORDER BY seq
 LIMIT :limit;
 
+-- SQLite serialises writers (BEGIN IMMEDIATE), so events commit in id order
+-- and paging by id alone skips none: the cursor's transaction part is always 0.
 -- name: list_events
 SELECT * FROM events WHERE id > :after ORDER BY id LIMIT :limit;
 

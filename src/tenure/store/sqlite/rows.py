@@ -15,6 +15,7 @@ from typing import Any
 
 from tenure import serializer
 from tenure.clock import from_epoch
+from tenure.store.cursor import event_cursor
 from tenure.store.types import (
     Event,
     Failure,
@@ -173,4 +174,5 @@ def event(row: sqlite3.Row) -> Event:
         attempt=row["attempt"],
         owner=row["owner"],
         at=from_epoch(row["at"]),
+        cursor=event_cursor(0, row["id"]),
     )
