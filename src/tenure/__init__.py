@@ -77,3 +77,34 @@ __all__ = [
     "current",
     "open_store",
 ]
+
+_MOVED_TO_STORE = frozenset(
+    {
+        "Completion",
+        "Failure",
+        "NewTask",
+        "Page",
+        "ReserveParams",
+        "TaskFilter",
+        "TaskState",
+        "UniqueLock",
+        "UniqueRule",
+    }
+)
+
+
+def __getattr__(name: str) -> object:
+    """The store's boundary types moved to :mod:`tenure.store`; the old names
+    still work for a while, with a warning."""
+    if name in _MOVED_TO_STORE:
+        import warnings  # noqa: PLC0415 - only for the deprecated names
+
+        import tenure.store  # noqa: PLC0415 - loaded already; named for clarity
+
+        warnings.warn(
+            f"tenure.{name} moved: import it from tenure.store",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(tenure.store, name)
+    raise AttributeError(f"module 'tenure' has no attribute {name!r}")

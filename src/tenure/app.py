@@ -48,7 +48,6 @@ class App:
         migrate: bool = True,
     ) -> None:
         self.url = resolve_url(url)
-        self.max_payload_bytes = max_payload_bytes
         self.migrate = migrate
         """Whether opening a PostgreSQL store applies its migrations (False: the
         schema is ``tenure migrate``'s to keep). SQLite's file is always brought
@@ -62,12 +61,30 @@ class App:
         self.periodics: list[Periodic] = []
 
     @property
+    def max_payload_bytes(self) -> int:
+        """Largest payload or result, in bytes of JSON: the store and the worker
+        check against this one value."""
+        return self.registry.max_payload_bytes
+
+    @max_payload_bytes.setter
+    def max_payload_bytes(self, limit: int) -> None:
+        self.registry.max_payload_bytes = limit
+
+    @property
     def hooks(self) -> Hooks:
         return self.registry.hooks
+
+    @hooks.setter
+    def hooks(self, hooks: Hooks) -> None:
+        self.registry.hooks = hooks
 
     @property
     def middleware(self) -> list[Middleware]:
         return self.registry.middleware
+
+    @middleware.setter
+    def middleware(self, middleware: list[Middleware]) -> None:
+        self.registry.middleware = middleware
 
     @property
     def import_path(self) -> str | None:

@@ -107,7 +107,8 @@ class TaskFunction(Generic[P, R]):
         self._options = options or EnqueueOptions()
         self._signature = inspect.signature(fn)
         self.is_async = inspect.iscoroutinefunction(fn)
-        """Declared ``async def``: workers run it on an event loop."""
+        """Declared ``async def``: workers run it on an event loop. (Known from
+        the declaration: replace a task's function by declaring it anew.)"""
         self.__doc__ = fn.__doc__
         self.__name__ = getattr(fn, "__name__", config.name)
         self.__wrapped__ = fn

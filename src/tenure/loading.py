@@ -22,6 +22,18 @@ from tenure.registry import Registry
 T = TypeVar("T")
 
 
+class _Holder(type):
+    def __instancecheck__(cls, value: object) -> bool:
+        return isinstance(getattr(value, "registry", None), Registry)
+
+
+class _HasRegistry(metaclass=_Holder):
+    """What a pool child looks for: anything with a task registry (an App), found
+    without importing the App's module here."""
+
+    registry: Registry
+
+
 class AppImportError(ConfigError):
     """The module named by ``--app`` raised while being imported; ``traceback`` is
     the text of that error's traceback, for the user to see where."""
@@ -46,9 +58,7 @@ def find(path: str, kind: type[T], what: str = "tenure.App") -> T:
 
 def load_registry(path: str) -> Registry:
     """The task registry of the App at ``path``, as a process-pool child finds it."""
-    registry = getattr(find(path, object), "registry", None)
-    if not isinstance(registry, Registry):
-        raise ConfigError(f"{path!r} is not a tenure.App: it has no task registry")
+    registry = find(path, _HasRegistry, "tenure.App").registry
     registry.import_path = path
     return registry
 

@@ -149,6 +149,8 @@ def test_a_result_encoded_by_the_caller_is_written_as_it_is(store: Store) -> Non
     with pytest.raises(InvalidInput) as refused:  # only text that dumps() made
         store.task_complete_many([Completion(second, 1, '{"forged": 1}')])  # type: ignore[arg-type]
     assert refused.value.field == "encoded"
+    with pytest.raises(InvalidInput):  # made by hand, unmeasured: refused as well
+        store.task_complete_many([Completion(second, 1, serializer.JsonText("{"))])
 
 
 def test_the_store_limit_applies_to_an_encoded_result(make_store: StoreFactory) -> None:

@@ -109,3 +109,19 @@ def test_status_is_a_string_enum() -> None:
 def test_done_is_final_and_every_status_has_a_row() -> None:
     assert set(tenure.TRANSITIONS) == set(tenure.Status)
     assert tenure.TRANSITIONS[tenure.Status.DONE] == frozenset()
+
+
+def test_the_moved_names_still_work_with_a_warning() -> None:
+    import pytest
+
+    with pytest.warns(DeprecationWarning, match="import it from tenure.store"):
+        moved = tenure.NewTask  # type: ignore[attr-defined]
+    assert moved is tenure.store.NewTask
+    with pytest.raises(AttributeError):
+        tenure.NoSuchName  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_the_payload_limit_is_one_value_for_the_store_and_the_worker() -> None:
+    app = tenure.App("sqlite:///:memory:", max_payload_bytes=1000)
+    app.max_payload_bytes = 100
+    assert app.registry.max_payload_bytes == 100

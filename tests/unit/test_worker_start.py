@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import tenure
-from tenure.worker.worker import untakeable
+from tenure.worker.worker import Worker, untakeable
 
 
 def test_tasks_a_worker_can_never_take_are_named_with_the_reason() -> None:
@@ -51,3 +51,18 @@ def test_the_start_line_names_the_absolute_store_and_what_the_worker_serves(
     [warning] = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert "requires tags smtp" in warning.getMessage()
     app.close()
+
+
+def test_a_worker_checks_results_against_the_limit_its_store_applies(tmp_path: Path) -> None:
+    app = tenure.App(f"sqlite:///{tmp_path / 'w.db'}")
+
+    @app.task(topic="t")
+    def big() -> str:
+        return "x" * 100
+
+    store = tenure.open_store(f"sqlite:///{tmp_path / 'w.db'}", max_payload_bytes=64)
+    worker = Worker(store, app.registry, poll_interval=0.05)
+    worker.stop()
+    assert worker.run() == 0
+    assert app.registry.max_payload_bytes == 64  # the smaller: a result never refused late
+    store.close()

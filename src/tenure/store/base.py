@@ -210,9 +210,10 @@ class Store(Backend):
         encoded = completion.encoded
         if encoded is None:
             return serializer.dumps(completion.result, "result", self.max_payload_bytes)
-        if not isinstance(encoded, serializer.JsonText):
+        size = getattr(encoded, "size", None)
+        if not isinstance(encoded, serializer.JsonText) or not isinstance(size, int):
             raise InvalidInput("encoded", "must be what tenure.serializer.dumps returned")
-        serializer.check_size(encoded.size, "result", self.max_payload_bytes)
+        serializer.check_size(size, "result", self.max_payload_bytes)
         return encoded
 
     def task_fail(

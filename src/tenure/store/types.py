@@ -8,7 +8,9 @@ from datetime import datetime
 
 from tenure import serializer
 from tenure.errors import TenureError
-from tenure.task import JSON, Lease, LockPhase, Status, Task, TaskError, UniqueRule
+from tenure.task import JSON, Lease, LockPhase, OnConflict, Status, Task, TaskError, UniqueRule
+
+__all__ = ["Lease", "LockPhase", "OnConflict", "UniqueRule"]  # shared values, named here too
 
 
 @dataclass(frozen=True, slots=True)

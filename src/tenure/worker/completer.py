@@ -153,6 +153,15 @@ class Completer:
                         self.holdings.drop(held)
                     return
                 pause = min(pause * 2, RETRY_PAUSE_MAX)
+            except TenureError:  # refused as a whole (a bug, or bad input): never fatal here
+                log.exception(
+                    "the store refused a batch of %d endings; their tasks run again "
+                    "after their leases lapse",
+                    len(items),
+                )
+                for held, _, _ in items:
+                    self.holdings.drop(held)
+                return
         for (held, ending, delay), outcome in zip(items, outcomes, strict=True):
             try:
                 if isinstance(outcome, TenureError):

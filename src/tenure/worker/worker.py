@@ -163,6 +163,10 @@ class Worker:
         return store if isinstance(store, Store) else open_patiently(store, self._stopping, log)
 
     def _work(self, store: Store) -> None:
+        # A result is checked where it is made against the limit the store will
+        # apply: never one the store then refuses.
+        limit = min(self.registry.max_payload_bytes, store.max_payload_bytes)
+        self.registry.max_payload_bytes = limit
         teller = self._teller = Teller(store, self.registry.hooks)
         executor = make_executor(self.pool, self.registry, self.concurrency)
         completer = Completer(
