@@ -62,6 +62,30 @@ def postgres_url() -> Iterator[str]:
             admin.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
 
 
+@pytest.fixture
+def blank_postgres_url(postgres_url: str) -> Iterator[str]:
+    """A database of its own with nothing in it (the run's shared one is
+    migrated), dropped afterwards: for migrations, schema dumps and outages."""
+    import psycopg
+
+    dbname = f"tenure_blank_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{dbname}"')
+    try:
+        yield _with_database(POSTGRES_URL, dbname)
+    finally:
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
+
+
+@pytest.fixture
+def postgres_store(postgres_url: str) -> Iterator[Store]:
+    """The run's PostgreSQL store, emptied, for tests of that backend alone."""
+    _empty_postgres(postgres_url)
+    with open_store(postgres_url) as opened:
+        yield opened
+
+
 @pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest) -> str:
     """The name of the backend under test."""

@@ -5,34 +5,15 @@ timeout and keeps its thread; the process pool runs them in its children."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tenure import Status, Store
 from tests.apps import basic
-from tests.integration.workers import WorkerProcess, enqueue, finished, wait_for, wait_until
+from tests.integration.workers import enqueue, finished, wait_for, wait_until
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def workers(store_url: str) -> Iterator[list[WorkerProcess]]:
-    started: list[WorkerProcess] = []
-    yield started
-    for worker in started:
-        worker.stop()
-
-
-@pytest.fixture
-def start(store_url: str, workers: list[WorkerProcess]):  # type: ignore[no-untyped-def]
-    def start_worker(*options: str) -> WorkerProcess:
-        worker = WorkerProcess(store_url, *options)
-        workers.append(worker)
-        return worker
-
-    return start_worker
 
 
 def test_an_async_task_completes_on_the_default_pool(store: Store, start) -> None:  # type: ignore[no-untyped-def]

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
+from urllib.parse import urlsplit
 
 import psycopg
 import pytest
@@ -18,16 +18,14 @@ from tenure.store.postgres.backend import PostgresStore
 from tenure.worker.completer import Completer
 from tenure.worker.held import Held, Holdings
 from tenure.worker.runner import Succeeded
-from tests.conftest import POSTGRES_URL, _with_database
+from tests.conftest import POSTGRES_URL
 
 
 @pytest.fixture
-def doomed(postgres_url: str) -> Iterator[tuple[str, Callable[[], None]]]:
-    """A throwaway database, and a function that makes it stop taking connections
-    and drop those it had: a store opened on it can no longer reach it."""
-    dbname = f"tenure_doomed_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{dbname}"')
+def doomed(blank_postgres_url: str) -> Callable[[], None]:
+    """Makes the blank database stop taking connections and drop those it had: a
+    store opened on it can no longer reach it."""
+    dbname = urlsplit(blank_postgres_url).path.lstrip("/")
 
     def shut() -> None:
         with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
@@ -37,11 +35,7 @@ def doomed(postgres_url: str) -> Iterator[tuple[str, Callable[[], None]]]:
                 (dbname,),
             )
 
-    try:
-        yield _with_database(POSTGRES_URL, dbname), shut
-    finally:
-        with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
+    return shut
 
 
 def held_task(task_id: str) -> Held:
@@ -51,11 +45,10 @@ def held_task(task_id: str) -> Held:
 
 
 def test_an_unreachable_store_is_given_up_on_when_told(
-    doomed: tuple[str, Callable[[], None]],
+    blank_postgres_url: str, doomed: Callable[[], None]
 ) -> None:
-    url, shut = doomed
-    store = PostgresStore(url, pool_timeout=0.2)  # a real server ...
-    shut()  # ... that no longer lets the store in
+    store = PostgresStore(blank_postgres_url, pool_timeout=0.2)  # a real server ...
+    doomed()  # ... that no longer lets the store in
     holdings, give_up = Holdings(), threading.Event()
     completer = Completer(store, holdings, lambda _: Backoff(), give_up=give_up)
     completer.start()

@@ -4,7 +4,6 @@ items ran one after the other (as on SQLite), and apply whole or not at all."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,17 +13,13 @@ from tenure.store import Completion, Failure, NewTask, ReserveParams, StateOutco
 from tenure.store.postgres import statements
 from tenure.store.postgres.backend import PostgresStore
 from tenure.store.sqlite.backend import SQLiteStore
-from tests.conftest import _empty_postgres
 
 ERROR = TaskError("E", "boom")
 
 
 @pytest.fixture
-def store(postgres_url: str) -> Iterator[PostgresStore]:
-    _empty_postgres(postgres_url)
-    opened = PostgresStore(postgres_url)
-    yield opened
-    opened.close()
+def store(postgres_store: Store) -> Store:
+    return postgres_store
 
 
 @pytest.fixture

@@ -11,21 +11,17 @@ from typing import Any
 import psycopg
 import pytest
 
-from tenure import Event
+from tenure import Event, Store
 from tenure.store import NewTask
 from tenure.store.postgres.backend import PostgresStore
 from tenure.store.postgres.schema import Q
-from tests.conftest import _empty_postgres
 
 Connection = psycopg.Connection[tuple[Any, ...]]
 
 
 @pytest.fixture
-def store(postgres_url: str) -> Iterator[PostgresStore]:
-    _empty_postgres(postgres_url)
-    opened = PostgresStore(postgres_url)
-    yield opened
-    opened.close()
+def store(postgres_store: Store) -> Store:
+    return postgres_store
 
 
 @pytest.fixture

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-import uuid
-from collections.abc import Iterator
 from multiprocessing.synchronize import Event
 from pathlib import Path
 
@@ -19,22 +17,8 @@ from tenure.store import NewTask
 from tenure.store.postgres import schema
 from tenure.store.postgres.backend import PostgresStore
 from tenure.store.sqlfile import migrations
-from tests.conftest import POSTGRES_URL, _with_database
 
 PROCESSES = 6
-
-
-@pytest.fixture
-def blank_url(postgres_url: str) -> Iterator[str]:
-    """A database of its own with nothing in it (the run's shared one is migrated)."""
-    dbname = f"tenure_migrate_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{dbname}"')
-    try:
-        yield _with_database(POSTGRES_URL, dbname)
-    finally:
-        with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
 
 
 def migrate_in_child(url: str, start: Event, out: str) -> None:
@@ -55,13 +39,14 @@ def every_version() -> list[int]:
 
 @pytest.mark.slow
 def test_processes_migrating_at_once_apply_each_migration_once(
-    blank_url: str, tmp_path: Path
+    blank_postgres_url: str, tmp_path: Path
 ) -> None:
     ctx = multiprocessing.get_context("spawn")
     start = ctx.Event()
     outs = [tmp_path / f"applied-{i}.json" for i in range(PROCESSES)]
     procs = [
-        ctx.Process(target=migrate_in_child, args=(blank_url, start, str(out))) for out in outs
+        ctx.Process(target=migrate_in_child, args=(blank_postgres_url, start, str(out)))
+        for out in outs
     ]
     for proc in procs:
         proc.start()
@@ -71,44 +56,44 @@ def test_processes_migrating_at_once_apply_each_migration_once(
         assert proc.exitcode == 0, f"a migrating process exited with {proc.exitcode}"
     applied = [version for out in outs for version in json.loads(out.read_text())]
     assert sorted(applied) == every_version()  # each version by exactly one process
-    assert [version for version, _ in ledger(blank_url)] == every_version()
+    assert [version for version, _ in ledger(blank_postgres_url)] == every_version()
 
 
-def test_migrating_again_applies_nothing(blank_url: str) -> None:
-    assert schema.migrate(blank_url) == every_version()
-    assert schema.migrate(blank_url) == []
-    PostgresStore(blank_url).close()  # opening migrates too, and finds nothing to do
+def test_migrating_again_applies_nothing(blank_postgres_url: str) -> None:
+    assert schema.migrate(blank_postgres_url) == every_version()
+    assert schema.migrate(blank_postgres_url) == []
+    PostgresStore(blank_postgres_url).close()  # opening migrates too, and finds nothing to do
     expected = [(version, name) for version, name, _ in migrations(schema.PACKAGE)]
-    assert ledger(blank_url) == expected
+    assert ledger(blank_postgres_url) == expected
     assert expected[0] == (1, "initial")
 
 
-def test_store_can_skip_migrating(blank_url: str) -> None:
-    PostgresStore(blank_url, migrate=False).close()
-    app = App(blank_url, migrate=False)
+def test_store_can_skip_migrating(blank_postgres_url: str) -> None:
+    PostgresStore(blank_postgres_url, migrate=False).close()
+    app = App(blank_postgres_url, migrate=False)
     _ = app.store
     app.close()
-    with psycopg.connect(blank_url) as conn:
+    with psycopg.connect(blank_postgres_url) as conn:
         row = conn.execute("SELECT to_regclass('tenure_migrations')").fetchone()
     assert row == (None,)
 
 
-def test_tenure_migrate_applies_every_version(blank_url: str) -> None:
-    assert main(["migrate", "--url", blank_url]) == 0
-    assert [version for version, _ in ledger(blank_url)] == every_version()
-    assert main(["migrate", "--url", blank_url]) == 0  # and again: nothing to do
-    assert [version for version, _ in ledger(blank_url)] == every_version()
+def test_tenure_migrate_applies_every_version(blank_postgres_url: str) -> None:
+    assert main(["migrate", "--url", blank_postgres_url]) == 0
+    assert [version for version, _ in ledger(blank_postgres_url)] == every_version()
+    assert main(["migrate", "--url", blank_postgres_url]) == 0  # and again: nothing to do
+    assert [version for version, _ in ledger(blank_postgres_url)] == every_version()
 
 
-def test_statements_prepared_before_a_column_is_added_stay_valid(blank_url: str) -> None:
+def test_statements_prepared_before_a_column_is_added_stay_valid(blank_postgres_url: str) -> None:
     """A running process keeps its prepared statements while a newer one migrates."""
-    store = PostgresStore(blank_url, pool_min=1, pool_max=1)
+    store = PostgresStore(blank_postgres_url, pool_min=1, pool_max=1)
     try:
         task = store.task_create(NewTask(topic="t", name="n"))
         for _ in range(10):  # past psycopg's threshold: the statements are prepared now
             store.task_get(task.id)
             store.task_list(limit=5)
-        with psycopg.connect(blank_url, autocommit=True) as other:
+        with psycopg.connect(blank_postgres_url, autocommit=True) as other:
             other.execute("ALTER TABLE tasks ADD COLUMN added_later text")
             other.execute("ALTER TABLE events ADD COLUMN added_later text")
         assert store.task_get(task.id) == task

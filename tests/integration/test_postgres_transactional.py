@@ -9,18 +9,14 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
-from tenure import DuplicateTask, StoreError
+from tenure import DuplicateTask, Store, StoreError
 from tenure.store import NewTask
 from tenure.store.postgres.backend import PostgresStore
-from tests.conftest import _empty_postgres
 
 
 @pytest.fixture
-def store(postgres_url: str) -> Iterator[PostgresStore]:
-    _empty_postgres(postgres_url)
-    opened = PostgresStore(postgres_url)
-    yield opened
-    opened.close()
+def store(postgres_store: Store) -> Store:
+    return postgres_store
 
 
 @pytest.fixture

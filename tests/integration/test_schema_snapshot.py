@@ -15,8 +15,6 @@ from __future__ import annotations
 import difflib
 import os
 import sqlite3
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +22,6 @@ import pytest
 
 from tenure.store.sqlfile import load_queries, migrations
 from tenure.store.sqlite.backend import SQLiteStore
-from tests.conftest import POSTGRES_URL, _with_database
 
 SNAPSHOTS = Path(__file__).parent.parent / "schema"
 CATALOG = load_queries("tests", "schema/catalog.sql")
@@ -80,21 +77,6 @@ def test_the_sqlite_snapshot_is_the_migrated_schema(tmp_path: Path) -> None:
     check("sqlite.sql", sqlite_dump(tmp_path / "tenure.db"))
 
 
-@pytest.fixture
-def fresh_postgres(postgres_url: str) -> Iterator[str]:
-    """A database of its own, never touched by another test: only migrations."""
-    import psycopg
-
-    dbname = f"tenure_schema_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{dbname}"')
-    try:
-        yield _with_database(POSTGRES_URL, dbname)
-    finally:
-        with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
-
-
 def postgres_dump(url: str) -> str:
     import psycopg
     from psycopg.rows import dict_row
@@ -142,8 +124,8 @@ def column(row: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
-def test_the_postgres_snapshot_is_the_migrated_schema(fresh_postgres: str) -> None:
-    check("postgres.sql", postgres_dump(fresh_postgres))
+def test_the_postgres_snapshot_is_the_migrated_schema(blank_postgres_url: str) -> None:
+    check("postgres.sql", postgres_dump(blank_postgres_url))
 
 
 def test_a_changed_schema_is_reported_with_the_way_to_regenerate(

@@ -5,8 +5,6 @@ databases (a throwaway PostgreSQL database, a SQLite file)."""
 from __future__ import annotations
 
 import sqlite3
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -18,23 +16,10 @@ from tenure.store import NewTask, open_store
 from tenure.store.migrate import migrate_store, migration_sql, pending_migrations
 from tenure.store.sqlfile import migrations
 from tenure.store.url import describe_url, parse_url, redact
-from tests.conftest import POSTGRES_URL, _with_database
+from tests.conftest import POSTGRES_URL
 
 POSTGRES_NAMES = [f"{v:04d}_{n}" for v, n, _ in migrations("tenure.store.postgres")]
 SQLITE_NAMES = [f"{v:04d}_{n}" for v, n, _ in migrations("tenure.store.sqlite")]
-
-
-@pytest.fixture
-def fresh_url(postgres_url: str) -> Iterator[str]:
-    """A database of its own with nothing in it (the run's shared one is migrated)."""
-    dbname = f"tenure_urls_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{dbname}"')
-    try:
-        yield _with_database(POSTGRES_URL, dbname)
-    finally:
-        with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
 
 
 def keyword_form(url: str) -> str:
@@ -55,15 +40,15 @@ def round_trip(url: str) -> None:
 # -- URL forms ------------------------------------------------------------------------
 
 
-def test_a_sqlalchemy_style_url_opens_a_working_store(fresh_url: str) -> None:
-    sqlalchemy_url = fresh_url.replace("postgresql://", "postgresql+psycopg://", 1)
+def test_a_sqlalchemy_style_url_opens_a_working_store(blank_postgres_url: str) -> None:
+    sqlalchemy_url = blank_postgres_url.replace("postgresql://", "postgresql+psycopg://", 1)
     assert sqlalchemy_url.startswith("postgresql+psycopg://")
-    assert parse_url(sqlalchemy_url) == ("postgresql", fresh_url)
+    assert parse_url(sqlalchemy_url) == ("postgresql", blank_postgres_url)
     round_trip(sqlalchemy_url)
 
 
-def test_a_keyword_string_opens_a_working_store(fresh_url: str) -> None:
-    keywords = keyword_form(fresh_url)
+def test_a_keyword_string_opens_a_working_store(blank_postgres_url: str) -> None:
+    keywords = keyword_form(blank_postgres_url)
     assert "dbname=" in keywords and "://" not in keywords
     round_trip(keywords)
 
@@ -147,11 +132,11 @@ def test_describe_url_makes_a_sqlite_path_absolute(
 # -- the migration report and script -----------------------------------------------------
 
 
-def test_migrate_reports_what_it_applied_on_postgres(fresh_url: str) -> None:
-    assert pending_migrations(fresh_url) == POSTGRES_NAMES
-    assert migrate_store(fresh_url) == POSTGRES_NAMES
-    assert migrate_store(fresh_url) == []  # up to date: nothing to say
-    assert pending_migrations(fresh_url) == []
+def test_migrate_reports_what_it_applied_on_postgres(blank_postgres_url: str) -> None:
+    assert pending_migrations(blank_postgres_url) == POSTGRES_NAMES
+    assert migrate_store(blank_postgres_url) == POSTGRES_NAMES
+    assert migrate_store(blank_postgres_url) == []  # up to date: nothing to say
+    assert pending_migrations(blank_postgres_url) == []
     assert POSTGRES_NAMES[0] == "0001_initial"
 
 
@@ -179,23 +164,27 @@ def in_order(script: str, package: str) -> list[str]:
     return found
 
 
-def test_migration_sql_of_a_fresh_postgres_database_runs_as_a_dba_would(fresh_url: str) -> None:
-    script = migration_sql(fresh_url)
+def test_migration_sql_of_a_fresh_postgres_database_runs_as_a_dba_would(
+    blank_postgres_url: str,
+) -> None:
+    script = migration_sql(blank_postgres_url)
     assert in_order(script, "tenure.store.postgres") == POSTGRES_NAMES
-    assert script == migration_sql(fresh_url, pending=False)
-    with psycopg.connect(fresh_url, autocommit=True) as dba:
+    assert script == migration_sql(blank_postgres_url, pending=False)
+    with psycopg.connect(blank_postgres_url, autocommit=True) as dba:
         dba.execute(script)  # BEGIN … COMMIT of its own
-    assert migration_sql(fresh_url) == ""
-    assert migrate_store(fresh_url) == []  # the script recorded what it applied
-    round_trip(fresh_url)
+    assert migration_sql(blank_postgres_url) == ""
+    assert migrate_store(blank_postgres_url) == []  # the script recorded what it applied
+    round_trip(blank_postgres_url)
 
 
-def test_migration_sql_holds_only_what_is_missing(fresh_url: str) -> None:
-    migrate_store(fresh_url)
-    with psycopg.connect(fresh_url, autocommit=True) as conn:
+def test_migration_sql_holds_only_what_is_missing(blank_postgres_url: str) -> None:
+    migrate_store(blank_postgres_url)
+    with psycopg.connect(blank_postgres_url, autocommit=True) as conn:
         conn.execute("DELETE FROM tenure_migrations WHERE version >= 3")
-    assert pending_migrations(fresh_url) == POSTGRES_NAMES[2:]
-    assert in_order(migration_sql(fresh_url), "tenure.store.postgres") == POSTGRES_NAMES[2:]
+    assert pending_migrations(blank_postgres_url) == POSTGRES_NAMES[2:]
+    assert (
+        in_order(migration_sql(blank_postgres_url), "tenure.store.postgres") == POSTGRES_NAMES[2:]
+    )
 
 
 def test_migration_sql_of_a_new_sqlite_file_runs_as_is(tmp_path: Path) -> None:

@@ -9,7 +9,6 @@ import re
 import signal
 import socket
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,24 +19,6 @@ from tests.apps import basic, slow_import
 from tests.integration.workers import WorkerProcess, enqueue, finished, wait_for, wait_until
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def workers(store_url: str) -> Iterator[list[WorkerProcess]]:
-    started: list[WorkerProcess] = []
-    yield started
-    for worker in started:
-        worker.stop()
-
-
-@pytest.fixture
-def start(store_url: str, workers: list[WorkerProcess]):  # type: ignore[no-untyped-def]
-    def start_worker(*options: str) -> WorkerProcess:
-        worker = WorkerProcess(store_url, *options)
-        workers.append(worker)
-        return worker
-
-    return start_worker
 
 
 def test_results_round_trip(store: Store, start) -> None:  # type: ignore[no-untyped-def]

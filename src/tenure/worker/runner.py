@@ -118,11 +118,8 @@ def call_sync(
     args, kwargs = split_data(task)
     set_current(Current(task, lease))
     try:
-        if registry.middleware:
-            result: Any = None  # stays None if a middleware swallows the exception
-            with executing(registry.middleware, task):
-                result = function.fn(*args, **kwargs)
-        else:
+        result: Any = None  # stays None if a middleware swallows the exception
+        with executing(registry.middleware, task):
             result = function.fn(*args, **kwargs)
         return _checked(registry, result, awaited=False)
     except BaseException as exc:
