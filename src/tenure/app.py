@@ -15,17 +15,20 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 from tenure.admin import TaskAdmin
 from tenure.checks import seconds as check_seconds
 from tenure.errors import ConfigError
+from tenure.events import Events
 from tenure.function import TaskConfig, TaskFunction
 from tenure.handle import TaskHandle
 from tenure.hooks import Hook, HookKind, Hooks, Middleware
 from tenure.ids import default_owner
 from tenure.loading import find
+from tenure.maintenance.observer import Observation, Reports
 from tenure.maintenance.periodic import Periodic
 from tenure.maintenance.scheduler import Scheduler
 from tenure.registry import Registry
 from tenure.retry import Backoff
 from tenure.store import DEFAULT_MAX_PAYLOAD_BYTES, Store, open_store, resolve_url
 from tenure.store.url import redact
+from tenure.store.validate import status as check_status
 from tenure.unique import DEFAULT_TTL, Unique
 
 if TYPE_CHECKING:
@@ -59,6 +62,7 @@ class App:
         """The declared tasks, and what running them needs: all a worker knows of
         the App."""
         self.periodics: list[Periodic] = []
+        self.observations: list[Observation] = []
 
     @property
     def max_payload_bytes(self) -> int:
@@ -113,6 +117,16 @@ class App:
     def tasks(self) -> TaskAdmin:
         """Look up, list, count, cancel and retry tasks."""
         return TaskAdmin(self.store)
+
+    @cached_property
+    def events(self) -> Events:
+        """Follow every transition and report: :class:`~tenure.events.Events`."""
+        return Events(lambda: self.store)
+
+    @cached_property
+    def reports(self) -> Reports:
+        """The observer's latest reports: ``app.reports.get(key)``, ``.list()``."""
+        return Reports(lambda: self.store)
 
     @overload
     def task(self, fn: Callable[P, R], /) -> TaskFunction[P, R]: ...
@@ -207,6 +221,40 @@ class App:
 
         return register
 
+    def observe(
+        self,
+        key: str,
+        *,
+        status: str | None = None,
+        topic: str | None = None,
+        sub_topic: str | None = None,
+        name: str | None = None,
+        group: str | None = None,
+        age: float | None = None,
+        since: float | str | None = None,
+        at: str | None = None,
+        every: float | None = None,
+        limit: int = 1000,
+    ) -> Observation:
+        """Run a named query over tasks on a schedule and report its result.
+
+        The tasks with ``status``, ``topic``, ``sub_topic``, ``name`` and
+        ``group`` (``None``: any), created at least ``age`` seconds before the
+        run and within ``since`` seconds of it (or ``since="today"``, UTC). It
+        runs every day at ``at`` (``"HH:MM:SS"`` UTC, midnight by default) or
+        every ``every`` seconds; the elected scheduler runs it once per slot,
+        saves the first ``limit`` matching ids with the total as the key's
+        latest report (``app.reports.get(key)``) and appends a report event.
+        """
+        observation = Observation(
+            key, None if status is None else check_status(status), topic, sub_topic, name,
+            group, age, since, at, every, limit,
+        )  # fmt: skip
+        if any(o.key == observation.key for o in self.observations):
+            raise ConfigError(f"an observation named {observation.key!r} exists already")
+        self.observations.append(observation)
+        return observation
+
     def on(self, kind: HookKind) -> Callable[[H], H]:
         """Call the decorated function with an :class:`~tenure.hooks.Outcome` each
         time a task is ``started``, ``succeeded``, ``retrying``, ``failed``,
@@ -228,7 +276,13 @@ class App:
     def scheduler(self, owner: str | None = None, **options: Any) -> Scheduler:
         """The scheduler for this App's store (see
         :class:`tenure.maintenance.scheduler.Scheduler`)."""
-        return Scheduler(self.store, owner or default_owner(), periodics=self.periodics, **options)
+        return Scheduler(
+            self.store,
+            owner or default_owner(),
+            periodics=self.periodics,
+            observations=self.observations,
+            **options,
+        )
 
     def worker(
         self,
@@ -261,7 +315,8 @@ class App:
         if "store" in self.__dict__:
             self.store.close()
             del self.__dict__["store"]
-            self.__dict__.pop("tasks", None)
+            for cached in ("tasks", "events", "reports"):
+                self.__dict__.pop(cached, None)
 
     def __repr__(self) -> str:
         return f"App({redact(self.url)!r})"

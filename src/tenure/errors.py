@@ -16,6 +16,7 @@ one case. The tree::
     ├── TaskFailed              a task waited on ended failed (carries the task)
     ├── TaskCancelled           a task waited on ended cancelled (carries the task)
     ├── UniqueConflict          a unique task's lock is held by another task
+    ├── EventsPruned            a follower's cursor points into pruned history
     ├── StoreError              the store failed (driver error, bad schema, bad URL)
     │   └── StoreUnavailable    the store cannot be reached now; try again later
     └── ConfigError             tenure was set up wrongly
@@ -129,6 +130,21 @@ class UniqueConflict(TenureError):
         self.key = key
         self.holder = holder
         self.conflicts = conflicts or ((0, key, holder),)
+
+
+class EventsPruned(TenureError):
+    """The event log after a follower's cursor was partly deleted by retention:
+    resuming from it would silently skip events. Start again from the beginning
+    of what is kept (``after=None``), reconciling from the tasks themselves."""
+
+    def __init__(self, cursor: str, pruned_to: str) -> None:
+        super().__init__(
+            f"events after cursor {cursor} were deleted by retention (pruned up to "
+            f"{pruned_to}); following from it would skip them: start from the oldest "
+            "event kept instead (no cursor)"
+        )
+        self.cursor = cursor
+        self.pruned_to = pruned_to
 
 
 class StoreError(TenureError):

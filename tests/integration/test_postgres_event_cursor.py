@@ -156,10 +156,13 @@ def test_listing_walks_the_cursor_index(store: PostgresStore, postgres_url: str)
     assert row is not None
     plan = row[0][0]["Plan"]
     scans = [node for node in walk(plan) if node.get("Relation Name") == "events"]
-    assert [(s["Node Type"], s.get("Index Name")) for s in scans] == [
-        ("Index Scan", "events_by_xid")
-    ]
-    assert scans[0]["Actual Rows"] == 100  # started at the cursor: nothing before it read
+    # the page, and the look at the newest event (is anything held back?)
+    assert {(s["Node Type"], s.get("Index Name")) for s in scans} <= {
+        ("Index Scan", "events_by_xid"),
+        ("Index Only Scan", "events_by_xid"),
+    }
+    # started at the cursor: nothing before it read; the newest found at once
+    assert sorted(s["Actual Rows"] for s in scans) == [1, 100]
 
 
 def walk(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:

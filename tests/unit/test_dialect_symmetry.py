@@ -36,6 +36,9 @@ SQLITE_ONLY = {
     "and then looks for a runnable task; PostgreSQL LISTENs instead",
     "runnable_any": "see data_version",
     "runnable_topics": "see data_version",
+    "mark_events_pruned": "SQLite's DELETE ... RETURNING cannot feed another statement, so "
+    "the newest event pruned is recorded by a second statement; PostgreSQL's prune_events "
+    "records it in the same statement",
 }
 
 POSTGRES_ONLY = {
@@ -47,6 +50,7 @@ POSTGRES_ONLY = {
     "analyze_tasks": "see stale_statistics",
     "analyze_events": "see stale_statistics",
     "listen": "wake-ups by LISTEN/NOTIFY; SQLite watches data_version",
+    "listen_events": "see listen",
     "lock_migrations": "processes migrating at once take turns on an advisory lock; SQLite's "
     "migrations hold the write lock (begin_write)",
 }

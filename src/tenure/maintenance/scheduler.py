@@ -6,8 +6,9 @@ Each cycle (every ``interval`` seconds, 1 s by default), if this process leads:
    tasks) and wake snoozed tasks whose snooze is over (also halfway between
    cycles, so recovery takes at most one lease time plus one cycle);
 2. enqueue due periodic tasks, once per tick;
-3. every ``prune_every`` seconds: delete finished tasks and events older than
-   the retention (7 days by default), forget workers silent for long, expire
+3. run due observer queries and save their reports, once per slot;
+4. every ``prune_every`` seconds: delete finished tasks, events and reports
+   older than the retention (7 days by default), forget workers silent for long, expire
    unique locks past their time to live (a lock's own task gives it up in the
    transition that ends its phase; this is the safety net), and, where the
    database does not (PostgreSQL with autovacuum off), refresh the planner's
@@ -37,9 +38,11 @@ from dataclasses import dataclass, field
 
 from tenure.errors import TenureError
 from tenure.maintenance.leader import Leadership
+from tenure.maintenance.observer import Observation, Observer
 from tenure.maintenance.periodic import Periodic, PeriodicEnqueuer
 from tenure.maintenance.supervisor import Supervisor
 from tenure.store import Store
+from tenure.store.types import Report
 from tenure.task import Task
 
 log = logging.getLogger("tenure.scheduler")
@@ -54,8 +57,10 @@ class CycleReport:
     leader: bool
     revoked: list[Task] = field(default_factory=list)
     enqueued: int = 0
+    reports: list[Report] = field(default_factory=list)
     pruned_tasks: int = 0
     pruned_events: int = 0
+    pruned_reports: int = 0
     expired_locks: int = 0
     analyzed: list[str] = field(default_factory=list)
     failed_steps: list[str] = field(default_factory=list)
@@ -70,6 +75,7 @@ class Scheduler:
         owner: str,
         *,
         periodics: list[Periodic] | None = None,
+        observations: list[Observation] | None = None,
         interval: float = 1.0,
         supervise_every: float | None = None,
         leader_lease: float = 10.0,
@@ -91,6 +97,7 @@ class Scheduler:
         self.leadership = Leadership(store, owner, lease_seconds=leader_lease, clock=clock)
         self.supervisor = Supervisor(store, clock=clock)
         self.periodic = PeriodicEnqueuer(periodics or [])
+        self.observer = Observer(observations or [])
         self.watch_every = leader_lease / 2
         self._next_prune = self._next_watch = 0.0
         self._was_leader = False
@@ -100,6 +107,7 @@ class Scheduler:
         leading = self.leadership.tick()
         if leading and not self._was_leader:  # a new term: ticks from what the store says
             self.periodic.reset()
+            self.observer.reset()
         self._was_leader = leading
         report = CycleReport(leader=leading)
         if not leading:
@@ -107,6 +115,7 @@ class Scheduler:
             return report
         self._step(report, "supervise", lambda: self._supervise(report))
         self._step(report, "periodic", lambda: self._enqueue(report))
+        self._step(report, "observe", lambda: self._observe(report))
         if self.clock() >= self._next_prune:
             self._step(report, "prune", lambda: self._prune(report))
             self._next_prune = self.clock() + self.prune_every
@@ -137,9 +146,13 @@ class Scheduler:
     def _enqueue(self, report: CycleReport) -> None:
         report.enqueued = self.periodic.run_once(self.store)
 
+    def _observe(self, report: CycleReport) -> None:
+        report.reports = self.observer.run_once(self.store, self.leadership.owner)
+
     def _prune(self, report: CycleReport) -> None:
         report.pruned_tasks = self.store.task_prune(self.retention, limit=10_000)
         report.pruned_events = self.store.event_prune(self.retention, limit=10_000)
+        report.pruned_reports = self.store.report_prune(self.retention)
         report.expired_locks = self.store.unique_lock_prune()
         self.store.worker_prune(self.worker_silence)
         report.analyzed = self.store.statistics_refresh()

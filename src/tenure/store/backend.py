@@ -14,15 +14,17 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from tenure.store.refusals import Answer
 from tenure.store.types import (
     Event,
+    EventPage,
     Failure,
     LeaderLease,
     LeaderState,
     PreparedTask,
+    Report,
     ReserveParams,
     TaskFilter,
     UniqueLock,
@@ -32,6 +34,16 @@ from tenure.task import Lease, Status, Task
 
 Positioned = tuple[int, Task]
 """A task with its position in the store's insertion order (for keyset paging)."""
+
+EventPosition = tuple[int, int]
+"""A place in the event log's commit-safe order: (transaction, event id)."""
+
+
+class EventRead(NamedTuple):
+    """A page of the event log, and the position of the newest event pruned."""
+
+    page: EventPage
+    pruned_to: EventPosition
 
 
 class Backend(ABC):
@@ -64,7 +76,10 @@ class Backend(ABC):
     ) -> list[Positioned]: ...
 
     @abstractmethod
-    def _event_list(self, after: tuple[int, int], limit: int) -> list[Event]: ...
+    def _event_list(self, after: EventPosition, limit: int) -> EventRead: ...
+
+    @abstractmethod
+    def _event_tail(self, before: EventPosition, limit: int) -> list[Event]: ...
 
     @abstractmethod
     def _task_reserve(self, params: ReserveParams) -> list[Task]: ...
@@ -109,6 +124,18 @@ class Backend(ABC):
 
     @abstractmethod
     def _event_prune(self, older_than: float, limit: int, now: datetime | None) -> int: ...
+
+    @abstractmethod
+    def _report_save(self, report: Report) -> Report | None: ...
+
+    @abstractmethod
+    def _report_get(self, key: str) -> Report | None: ...
+
+    @abstractmethod
+    def _report_list(self) -> list[Report]: ...
+
+    @abstractmethod
+    def _report_prune(self, older_than: float, now: datetime | None) -> int: ...
 
     @abstractmethod
     def _worker_beat(self, info: WorkerInfo, now: datetime | None) -> WorkerInfo: ...

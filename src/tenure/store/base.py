@@ -15,24 +15,24 @@ its network or was presumed dead changes nothing when it comes back.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from tenure import serializer
-from tenure.errors import DuplicateTask, InvalidInput, TenureError
+from tenure.errors import DuplicateTask, InvalidInput
 from tenure.store import cursor as cursors
 from tenure.store import validate
-from tenure.store.backend import Backend, Positioned
+from tenure.store.backend import Positioned
+from tenure.store.eventlog import EventLog
 from tenure.store.refusals import Answer, briefly, raise_if_refused, refuse_shared_locks
 from tenure.store.types import (
     Completion,
-    Event,
     Failure,
     LeaderLease,
     LeaderState,
@@ -45,18 +45,16 @@ from tenure.store.types import (
     UniqueLock,
     WorkerInfo,
 )
+from tenure.store.waking import notify_from_waits
 from tenure.task import Lease, Status, Task, TaskError
 
 log = logging.getLogger("tenure.store")
-
-FOLLOW_START_TIMEOUT = 5.0
-"""Seconds ``task_notify`` waits for its thread to start following."""
 
 DEFAULT_MAX_PAYLOAD_BYTES = 1 << 20
 """Largest JSON payload or result accepted, in bytes (1 MiB)."""
 
 
-class Store(Backend):
+class Store(EventLog):
     """A place where tasks live. Thread-safe; share one per process."""
 
     def __init__(self, *, max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES) -> None:
@@ -141,23 +139,6 @@ class Store(Backend):
         after = 0 if cursor is None else cursors.decode(cursor, scope)
         limit = validate.page_limit(limit)
         return _page(self._task_list_leased(topics, after, limit), limit, scope)
-
-    def event_list(self, *, after: str | None = None, limit: int = 1000) -> list[Event]:
-        """The events after the cursor ``after`` (an earlier event's ``cursor``;
-        ``None`` for the beginning), in the order a follower must see them.
-
-        Every committed event is returned exactly once across pages, and an
-        event is returned only once every transaction that could still write an
-        event before it has ended: a follower that saves the last cursor it saw
-        never skips an event whose transaction commits later. Event ids cannot
-        promise that on PostgreSQL, where transactions commit out of id order,
-        so an event becomes visible here when no transaction older than its own
-        is still open (a long transaction anywhere on the server delays the log,
-        it never loses it). A cursor is opaque: one not made by a store is
-        refused with ``InvalidInput("after", …)``.
-        """
-        position = cursors.EVENT_START if after is None else cursors.event_position(after)
-        return self._event_list(position, validate.page_limit(limit))
 
     # -- holding leases -----------------------------------------------------------
 
@@ -313,25 +294,7 @@ class Store(Backend):
         """
         if type(self).task_wait is Store.task_wait:
             return lambda: None
-        stopped, following = threading.Event(), threading.Event()
-
-        def follow() -> None:
-            with contextlib.suppress(TenureError):
-                self.task_wait(topics, 0)  # from here on, new tasks are noticed
-            following.set()
-            while not stopped.is_set():
-                try:
-                    if self.task_wait(topics, 1.0):
-                        wake.set()
-                except TenureError as exc:
-                    if stopped.is_set():  # unsubscribed, and the store closed since
-                        return
-                    log.warning("waiting for new tasks: %s", exc)
-                    stopped.wait(1.0)
-
-        threading.Thread(target=follow, name="tenure-wake-ups", daemon=True).start()
-        following.wait(FOLLOW_START_TIMEOUT)
-        return stopped.set
+        return notify_from_waits(partial(self.task_wait, topics), wake, "new tasks")
 
     # -- counting, the clock, retention --------------------------------------------
 
@@ -353,14 +316,6 @@ class Store(Backend):
         older_than = validate.seconds(older_than, "older_than", allow_zero=True)
         validate.moment(now, "now")
         return self._task_prune(older_than, validate.page_limit(limit), now)
-
-    def event_prune(
-        self, older_than: float, *, limit: int = 1000, now: datetime | None = None
-    ) -> int:
-        """Delete up to ``limit`` events older than ``older_than`` seconds."""
-        older_than = validate.seconds(older_than, "older_than", allow_zero=True)
-        validate.moment(now, "now")
-        return self._event_prune(older_than, validate.page_limit(limit), now)
 
     def statistics_refresh(self) -> list[str]:
         """Refresh the planner's statistics of the tables that changed much since

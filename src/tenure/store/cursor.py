@@ -68,6 +68,9 @@ def decode(cursor: str, scope: str) -> int:
 EVENT_START = (0, 0)
 """The position before every event: ``event_list(after=None)`` starts here."""
 
+EVENT_END = (2**64 - 1, 2**63 - 1)
+"""The position after every event: ``event_tail(before=None)`` ends here."""
+
 _EVENT_CURSOR_DIGITS = 20  # 2**64 - 1 has 20 decimal digits
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from tenure import serializer
 from tenure.errors import TenureError
@@ -151,21 +152,68 @@ class Page:
 
 @dataclass(frozen=True, slots=True)
 class Event:
-    """One transition, as the event log recorded it. ``from_status`` is ``None``
-    for a task's creation. ``cursor`` is opaque: pass the last one seen as
-    ``event_list(after=...)`` to resume after it (``id`` is not an order to page
-    by: on PostgreSQL ids commit out of order)."""
+    """One entry of the event log: a task's transition, or an observer's report.
+
+    ``from_status`` is ``None`` for a task's creation. A report event (``kind``
+    ``"report"``) has ``to_status`` ``None``, an empty ``task_id`` and
+    ``topic``, the query's key as ``name``, the number of matching tasks as
+    ``attempt`` and the scheduler that ran it as ``owner``. ``cursor`` is
+    opaque: pass the last one seen as ``event_list(after=...)`` to resume after
+    it (``id`` is not an order to page by: on PostgreSQL ids commit out of
+    order)."""
 
     id: int
     task_id: str
     topic: str
     name: str
     from_status: Status | None
-    to_status: Status
+    to_status: Status | None
     attempt: int
     owner: str | None
     at: datetime
     cursor: str
+
+    @property
+    def kind(self) -> str:
+        """``"created"`` for a task's creation, ``"report"`` for an observer's
+        report, otherwise the status entered (``"running"``, ``"done"`` …)."""
+        if self.to_status is None:
+            return REPORT_KIND
+        if self.from_status is None:
+            return "created"
+        return self.to_status.value
+
+
+REPORT_KIND = "report"
+"""The ``to_status`` a report event is stored with, and its ``kind``."""
+
+EVENT_KINDS = frozenset({"created", REPORT_KIND, *(status.value for status in Status)})
+"""Every value :attr:`Event.kind` takes."""
+
+
+@dataclass(frozen=True, slots=True)
+class EventPage:
+    """One read of the event log. ``held_back``: committed events exist past
+    the page that cannot be returned yet, because an older transaction is still
+    open (it may still append events before them); read again shortly."""
+
+    events: list[Event]
+    held_back: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """The latest result of an observer query: the tasks that matched it when
+    it ran for ``slot`` (the scheduled time; ``run_at`` is when it ran), the
+    first ``len(task_ids)`` of them by id, and how many matched in all."""
+
+    key: str
+    slot: datetime
+    run_at: datetime
+    owner: str
+    query: dict[str, Any]
+    task_ids: tuple[str, ...]
+    total: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,19 +19,19 @@ instead of failing the next operation.
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import psycopg
 from psycopg import conninfo
 from psycopg_pool import ConnectionPool
 
-from tenure.errors import ConfigError, InvalidInput, LeaseLost
+from tenure.errors import ConfigError, LeaseLost
 from tenure.store import validate
-from tenure.store.backend import Positioned
+from tenure.store.backend import EventPosition, EventRead, Positioned
 from tenure.store.base import Store
 from tenure.store.postgres import rows, schema, statements
 from tenure.store.postgres.driver import (
@@ -42,7 +42,7 @@ from tenure.store.postgres.driver import (
     lost_race,
     translated,
 )
-from tenure.store.postgres.notify import Listener
+from tenure.store.postgres.notify import Listener, Listening
 from tenure.store.postgres.rows import Row
 from tenure.store.postgres.schema import Q
 from tenure.store.postgres.statements import Connection
@@ -53,6 +53,7 @@ from tenure.store.types import (
     LeaderLease,
     LeaderState,
     PreparedTask,
+    Report,
     ReserveParams,
     TaskFilter,
     UniqueLock,
@@ -64,7 +65,7 @@ ACQUIRE_ATTEMPTS = 3
 """Runs of ``leader_acquire`` before a lost race is reported as an error."""
 
 
-class PostgresStore(Store):
+class PostgresStore(Listening, Store):
     """Tasks in a PostgreSQL database (``postgresql://user@host:port/dbname``).
 
     ``role`` names the process's part (``worker``, ``scheduler`` …) in the
@@ -114,7 +115,9 @@ class PostgresStore(Store):
             open=False,
         )
         listener_kwargs = connection_kwargs(url, f"{role}-listener")
-        self._listener = Listener(lambda: psycopg.connect(url, **listener_kwargs), Q["listen"])
+        connect = partial(psycopg.connect, url, **listener_kwargs)
+        self._listener = Listener(connect, Q["listen"])
+        self._event_listener = Listener(connect, Q["listen_events"])
         try:
             with translated():
                 self._pool.open()
@@ -173,6 +176,7 @@ class PostgresStore(Store):
 
     def close(self) -> None:
         self._listener.close()
+        self._event_listener.close()
         self._pool.close()
 
     # -- creating -----------------------------------------------------------------
@@ -223,9 +227,8 @@ class PostgresStore(Store):
             query, params["topics"] = "list_leased_topics", list(topics)
         return [(row["seq"], rows.task(row)) for row in self._read(query, params)]
 
-    def _event_list(self, after: tuple[int, int], limit: int) -> list[Event]:
-        found = self._read("list_events", rows.event_params(after, limit))
-        return [rows.event(row) for row in found]
+    def _event_list(self, after: EventPosition, limit: int) -> EventRead:
+        return rows.event_read(self._read("list_events", rows.event_params(after, limit)))
 
     # -- leases -------------------------------------------------------------------
 
@@ -357,6 +360,24 @@ class PostgresStore(Store):
         params = {"older_than": older_than, "limit": limit, "now": now}
         return self._count_of("prune_events", params)
 
+    def _event_tail(self, before: EventPosition, limit: int) -> list[Event]:
+        params = {"before_xid": str(before[0]), "before_id": before[1], "limit": limit}
+        return [rows.event(row) for row in self._read("tail_events", params)]
+
+    def _report_save(self, report: Report) -> Report | None:
+        found = self._read("report_save", rows.report_params(report))
+        return rows.report(found[0]) if found else None
+
+    def _report_get(self, key: str) -> Report | None:
+        found = self._read("report_get", {"key": key})
+        return rows.report(found[0]) if found else None
+
+    def _report_list(self) -> list[Report]:
+        return [rows.report(row) for row in self._read("report_list", {})]
+
+    def _report_prune(self, older_than: float, now: datetime | None) -> int:
+        return self._count_of("prune_reports", {"older_than": older_than, "now": now})
+
     def _count_of(self, query: str, params: dict[str, Any]) -> int:
         """Run a statement whose one row counts what it deleted."""
         count: int = self._read(query, params)[0]["count"]
@@ -430,41 +451,6 @@ class PostgresStore(Store):
 
     def _leader_resign(self, lease: LeaderLease) -> bool:
         return bool(self._read("leader_resign", rows.leader_params(lease)))
-
-    # -- wake-ups -------------------------------------------------------------------
-
-    def task_wait(self, topics: Sequence[str] | None, timeout: float) -> bool:
-        """Block until a task may have become pending on ``topics`` (``None``:
-        any) since this thread's previous wait, or ``timeout`` seconds pass.
-
-        True when woken by a notification (possibly one that arrived while the
-        thread was busy); False on timeout.
-        """
-        timeout = validate.seconds(timeout, "timeout", allow_zero=True)
-        if topics is not None:
-            if isinstance(topics, str):
-                raise InvalidInput("topics", "must be a collection of topics")
-            topics = [validate.text(topic, "topics") for topic in topics]
-        return self._listener.wait(topics, timeout)
-
-    def task_notify(
-        self, topics: Sequence[str] | None, wake: threading.Event
-    ) -> Callable[[], None]:
-        """Set ``wake`` from the listening thread as each notification for
-        ``topics`` arrives (and after each reconnection)."""
-        if topics is not None:
-            if isinstance(topics, str):
-                raise InvalidInput("topics", "must be a collection of topics")
-            topics = [validate.text(topic, "topics") for topic in topics]
-        return self._listener.subscribe(topics, wake)
-
-    def listen(self, timeout: float = 10.0) -> bool:
-        """Start listening for new tasks now; True once listening.
-
-        ``task_wait`` starts listening by itself; calling this first means no
-        task created after it returns can be missed by the next ``task_wait``.
-        """
-        return self._listener.ready(validate.seconds(timeout, "timeout", allow_zero=True))
 
 
 # -- helpers ----------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Wake-ups for idle workers: LISTEN/NOTIFY turned into ``task_wait``.
+"""Wake-ups for idle workers and followers: LISTEN/NOTIFY turned into
+``task_wait`` and ``event_wait``.
 
 The schema's triggers ``pg_notify('tenure_tasks', topic)`` whenever a task
 becomes pending, inside the writing transaction, so a notification is sent when
@@ -29,6 +30,9 @@ from typing import Any
 
 import psycopg
 from psycopg import pq
+
+from tenure.errors import InvalidInput
+from tenure.store import validate
 
 log = logging.getLogger(__name__)
 
@@ -184,3 +188,68 @@ class Listener:
         with selectors.DefaultSelector() as selector:
             selector.register(self._wake_r, selectors.EVENT_READ)
             return bool(selector.select(seconds)) or self._closed
+
+
+class Listening:
+    """The PostgreSQL store's wake-ups: new tasks (``tenure_tasks``, for
+    workers) and appended events (``tenure_events``, for followers), each on a
+    listening connection of its own, opened on first use."""
+
+    _listener: Listener
+    _event_listener: Listener
+
+    event_poll = 1.0
+    """Seconds between a follower's reads when no notification comes: the
+    safety net for one lost while the listener reconnected, and for events held
+    back by a transaction that appended none (it ends without notifying)."""
+
+    def task_wait(self, topics: Sequence[str] | None, timeout: float) -> bool:
+        """Block until a task may have become pending on ``topics`` (``None``:
+        any) since this thread's previous wait, or ``timeout`` seconds pass.
+
+        True when woken by a notification (possibly one that arrived while the
+        thread was busy); False on timeout.
+        """
+        timeout = validate.seconds(timeout, "timeout", allow_zero=True)
+        return self._listener.wait(_topics(topics), timeout)
+
+    def task_notify(
+        self, topics: Sequence[str] | None, wake: threading.Event
+    ) -> Callable[[], None]:
+        """Set ``wake`` from the listening thread as each notification for
+        ``topics`` arrives (and after each reconnection)."""
+        return self._listener.subscribe(_topics(topics), wake)
+
+    def listen(self, timeout: float = 10.0) -> bool:
+        """Start listening for new tasks now; True once listening.
+
+        ``task_wait`` starts listening by itself; calling this first means no
+        task created after it returns can be missed by the next ``task_wait``.
+        """
+        return self._listener.ready(validate.seconds(timeout, "timeout", allow_zero=True))
+
+    def event_wait(self, timeout: float) -> bool:
+        """Block until events may have been appended since this thread's
+        previous wait, or ``timeout`` seconds pass; True when woken early."""
+        timeout = validate.seconds(timeout, "timeout", allow_zero=True)
+        return self._event_listener.wait(None, timeout)
+
+    def event_notify(self, wake: threading.Event) -> Callable[[], None]:
+        """Set ``wake`` from the listening thread as each notification of
+        appended events arrives (and after each reconnection); listening has
+        begun when this returns, or else the follower's poll covers the gap."""
+        unsubscribe = self._event_listener.subscribe(None, wake)
+        self._event_listener.ready(LISTEN_START_TIMEOUT)
+        return unsubscribe
+
+
+LISTEN_START_TIMEOUT = 5.0
+"""Seconds ``event_notify`` waits for the listening connection."""
+
+
+def _topics(topics: Sequence[str] | None) -> list[str] | None:
+    if topics is None:
+        return None
+    if isinstance(topics, str):
+        raise InvalidInput("topics", "must be a collection of topics")
+    return [validate.text(topic, "topics") for topic in topics]

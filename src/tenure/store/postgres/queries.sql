@@ -115,6 +115,11 @@ LIMIT %(limit)s::bigint;
 --
 -- The xid goes out as text (psycopg has no xid8 type) under another name, so
 -- that ORDER BY xid sorts the column, not the text. Walks events_by_xid.
+--
+-- One row comes back even when there is no event, carrying what the follower
+-- needs besides: how far retention has pruned (a cursor older than that may
+-- have lost history), and whether committed events wait behind the horizon
+-- (a transaction that wrote no event is still open: read again shortly).
 -- name: list_events
 WITH horizon AS (
     SELECT coalesce(min(running.xid), pg_snapshot_xmax(pg_current_snapshot())) AS xid
@@ -124,13 +129,26 @@ WITH horizon AS (
         WHERE other.datid <> (SELECT oid FROM pg_database WHERE datname = current_database())
           AND other.backend_xid::text::bigint = running.xid::text::numeric %% 4294967296
     )
+), log AS (
+    SELECT coalesce((SELECT pruned_xid::text FROM event_log), '0') AS pruned_xid_text,
+           coalesce((SELECT pruned_id FROM event_log), 0) AS pruned_id,
+           coalesce((SELECT xid FROM events ORDER BY xid DESC LIMIT 1)
+                    >= (SELECT xid FROM horizon), false) AS held_back
 )
-SELECT xid::text AS xid_text, id, task_id, topic, name, from_status, to_status, attempt, owner, at
-FROM events
-WHERE (xid, id) > (%(after_xid)s::text::xid8, %(after_id)s::bigint)
-  AND xid < (SELECT xid FROM horizon)
-ORDER BY xid, id
-LIMIT %(limit)s::bigint;
+SELECT log.pruned_xid_text, log.pruned_id, log.held_back,
+       e.xid_text, e.id, e.task_id, e.topic, e.name, e.from_status, e.to_status,
+       e.attempt, e.owner, e.at
+FROM log
+LEFT JOIN LATERAL (
+    SELECT xid, xid::text AS xid_text, id, task_id, topic, name, from_status, to_status,
+           attempt, owner, at
+    FROM events
+    WHERE (xid, id) > (%(after_xid)s::text::xid8, %(after_id)s::bigint)
+      AND xid < (SELECT xid FROM horizon)
+    ORDER BY xid, id
+    LIMIT %(limit)s::bigint
+) AS e ON true
+ORDER BY e.xid, e.id;
 
 -- What a reservation writes on the rows it picked (the CTE "picked"): running,
 -- one more attempt, leased to the owner for lease_seconds, the lease token one
@@ -429,6 +447,15 @@ WITH picked AS MATERIALIZED (
     FOR UPDATE SKIP LOCKED
 ), gone AS (
     DELETE FROM events AS e USING picked WHERE e.id = picked.id
+    RETURNING e.xid, e.id
+), newest AS (
+    SELECT xid, id FROM gone ORDER BY xid DESC, id DESC LIMIT 1
+), marked AS (
+    INSERT INTO event_log (pruned_xid, pruned_id)
+    SELECT xid, id FROM newest
+    ON CONFLICT (only_row) DO UPDATE
+    SET pruned_xid = excluded.pruned_xid, pruned_id = excluded.pruned_id
+    WHERE (excluded.pruned_xid, excluded.pruned_id) > (event_log.pruned_xid, event_log.pruned_id)
     RETURNING 1
 )
 SELECT count(*) AS count FROM gone;
@@ -517,9 +544,15 @@ SET owner = NULL, token = NULL, record_ver = record_ver + 1, updated_at = now()
 WHERE name = %(name)s::text AND owner = %(owner)s::text AND token = %(token)s::bigint
 RETURNING name;
 
--- Wake-ups: the channel the triggers of 0001_initial.sql notify.
+-- Wake-ups: the channels the triggers notify. tenure_tasks (0001_initial.sql):
+-- a task became pending on the topic in the payload. tenure_events
+-- (0006_follow_and_reports.sql): events were appended; only followers listen,
+-- on a connection of their own, so workers are not woken by every transition.
 -- name: listen
 LISTEN tenure_tasks;
+
+-- name: listen_events
+LISTEN tenure_events;
 
 -- Migrations. The advisory lock is held until the migrating transaction ends,
 -- so processes migrating at once take turns: the later ones find the work done.
@@ -572,3 +605,54 @@ WITH gone AS (
     RETURNING 1
 )
 SELECT count(*) AS count FROM gone;
+
+-- The observer's reports (0006_follow_and_reports.sql). A run is saved only for
+-- a slot later than the saved one, so of two schedulers running the same slot
+-- one saves (and its trigger appends the report event) and the other gets no
+-- row back.
+-- name: report_save
+INSERT INTO reports (key, slot, run_at, owner, query, task_ids, total)
+VALUES (%(key)s::text, %(slot)s::timestamptz, clock_timestamp(), %(owner)s::text,
+        %(query)s::jsonb, %(task_ids)s::text[], %(total)s::bigint)
+ON CONFLICT (key) DO UPDATE SET
+    slot = excluded.slot, run_at = excluded.run_at, owner = excluded.owner,
+    query = excluded.query, task_ids = excluded.task_ids, total = excluded.total
+WHERE reports.slot < excluded.slot
+RETURNING *;
+
+-- name: report_get
+SELECT * FROM reports WHERE key = %(key)s::text;
+
+-- name: report_list
+SELECT * FROM reports ORDER BY key;
+
+-- Reports of queries no longer run (nothing saved within the retention).
+-- name: prune_reports
+WITH gone AS (
+    DELETE FROM reports
+    WHERE run_at < COALESCE(%(now)s::timestamptz, now())
+                   - make_interval(secs => %(older_than)s::float8)
+    RETURNING 1
+)
+SELECT count(*) AS count FROM gone;
+
+-- The newest events before a position, newest first (for a tail), below the
+-- same horizon as list_events: everything after the newest one returned is yet
+-- to be listed by list_events. Walks events_by_xid backwards.
+-- name: tail_events
+WITH horizon AS (
+    SELECT coalesce(min(running.xid), pg_snapshot_xmax(pg_current_snapshot())) AS xid
+    FROM pg_snapshot_xip(pg_current_snapshot()) AS running (xid)
+    WHERE NOT EXISTS (
+        SELECT FROM pg_stat_activity AS other
+        WHERE other.datid <> (SELECT oid FROM pg_database WHERE datname = current_database())
+          AND other.backend_xid::text::bigint = running.xid::text::numeric %% 4294967296
+    )
+)
+SELECT xid::text AS xid_text, id, task_id, topic, name, from_status, to_status, attempt,
+       owner, at
+FROM events
+WHERE (xid, id) < (%(before_xid)s::text::xid8, %(before_id)s::bigint)
+  AND xid < (SELECT xid FROM horizon)
+ORDER BY xid DESC, id DESC
+LIMIT %(limit)s::bigint;

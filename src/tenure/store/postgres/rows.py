@@ -12,13 +12,18 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from tenure import serializer
+from tenure.store.backend import EventRead
 from tenure.store.cursor import event_cursor
 from tenure.store.types import (
+    REPORT_KIND,
     Event,
+    EventPage,
     Failure,
     LeaderLease,
     LeaderState,
     PreparedTask,
+    Report,
     TaskFilter,
     TaskState,
     UniqueLock,
@@ -162,7 +167,7 @@ def event_params(after: tuple[int, int], limit: int) -> dict[str, Any]:
 
 
 def event(row: Row) -> Event:
-    from_status = row["from_status"]
+    from_status, to_status = row["from_status"], row["to_status"]
     at = _utc(row["at"])
     assert at is not None  # NOT NULL column
     return Event(
@@ -171,12 +176,48 @@ def event(row: Row) -> Event:
         topic=row["topic"],
         name=row["name"],
         from_status=None if from_status is None else Status(from_status),
-        to_status=Status(row["to_status"]),
+        to_status=None if to_status == REPORT_KIND else Status(to_status),
         attempt=row["attempt"],
         owner=row["owner"],
         at=at,
         cursor=event_cursor(int(row["xid_text"]), row["id"]),
     )
+
+
+def event_read(found: list[Row]) -> EventRead:
+    """list_events' rows: one per event, each also carrying (as the only row
+    when there is no event) how far retention pruned and whether events wait
+    behind a transaction still open."""
+    log = found[0]
+    events = [event(row) for row in found if row["id"] is not None]
+    pruned_to = (int(log["pruned_xid_text"]), log["pruned_id"])
+    return EventRead(EventPage(events, held_back=log["held_back"]), pruned_to)
+
+
+def report(row: Row) -> Report:
+    slot, run_at = _utc(row["slot"]), _utc(row["run_at"])
+    assert slot is not None  # NOT NULL
+    assert run_at is not None  # NOT NULL
+    return Report(
+        key=row["key"],
+        slot=slot,
+        run_at=run_at,
+        owner=row["owner"],
+        query=row["query"],
+        task_ids=tuple(row["task_ids"]),
+        total=row["total"],
+    )
+
+
+def report_params(report: Report) -> dict[str, Any]:
+    return {
+        "key": report.key,
+        "slot": report.slot,
+        "owner": report.owner,
+        "query": serializer.dumps(report.query, "query"),
+        "task_ids": list(report.task_ids),
+        "total": report.total,
+    }
 
 
 def worker(row: Row) -> WorkerInfo:

@@ -15,7 +15,7 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -23,10 +23,10 @@ from typing import Any
 
 from tenure.clock import epoch_or_now, from_epoch, utcnow
 from tenure.errors import ConfigError, DuplicateTask, LeaseLost, StoreError, StoreUnavailable
-from tenure.store.backend import Positioned
+from tenure.store.backend import EventPosition, EventRead, Positioned
 from tenure.store.base import DEFAULT_MAX_PAYLOAD_BYTES, Store
 from tenure.store.refusals import LOST_ERROR, Answer, admin_refusal, refusal
-from tenure.store.sqlite import rows, schema, unique
+from tenure.store.sqlite import eventlog, rows, schema, unique
 from tenure.store.sqlite.schema import Q
 from tenure.store.types import (
     Event,
@@ -34,6 +34,7 @@ from tenure.store.types import (
     LeaderLease,
     LeaderState,
     PreparedTask,
+    Report,
     ReserveParams,
     TaskFilter,
     UniqueLock,
@@ -256,9 +257,9 @@ class SQLiteStore(Store):
             found = self._read("list_leased_topics", params)
         return [(row["seq"], rows.task(row)) for row in found]
 
-    def _event_list(self, after: tuple[int, int], limit: int) -> list[Event]:
-        found = self._read("list_events", {"after": after[1], "limit": limit})
-        return [rows.event(row) for row in found]
+    def _event_list(self, after: EventPosition, limit: int) -> EventRead:
+        with self._use() as conn:
+            return eventlog.read_events(conn, after[1], limit)
 
     # -- leases ---------------------------------------------------------------
 
@@ -365,8 +366,29 @@ class SQLiteStore(Store):
     def _task_prune(self, older_than: float, limit: int, now: datetime | None) -> int:
         return self._delete("prune_tasks", epoch_or_now(now) - older_than, limit)
 
+    def _event_tail(self, before: EventPosition, limit: int) -> list[Event]:
+        found = self._read("tail_events", {"before": before[1], "limit": limit})
+        return [rows.event(row) for row in found]
+
     def _event_prune(self, older_than: float, limit: int, now: datetime | None) -> int:
-        return self._delete("prune_events", epoch_or_now(now) - older_than, limit)
+        with self._write() as conn:
+            return eventlog.prune_events(conn, epoch_or_now(now) - older_than, limit)
+
+    def _report_save(self, report: Report) -> Report | None:
+        with self._write() as conn:
+            return eventlog.save_report(conn, report, time.time())
+
+    def _report_get(self, key: str) -> Report | None:
+        with self._use() as conn:
+            return eventlog.get_report(conn, key)
+
+    def _report_list(self) -> list[Report]:
+        with self._use() as conn:
+            return eventlog.list_reports(conn)
+
+    def _report_prune(self, older_than: float, now: datetime | None) -> int:
+        with self._write() as conn:
+            return eventlog.prune_reports(conn, epoch_or_now(now) - older_than)
 
     def _delete(self, query: str, cutoff: float, limit: int) -> int:
         with self._write() as conn:
@@ -381,18 +403,32 @@ class SQLiteStore(Store):
         connection has committed, say "woken" if a task of ``topics`` is runnable.
         An idle worker thus starts a new task within milliseconds, and a commit
         that enqueued nothing for it costs one indexed read, never a write."""
-        deadline = time.monotonic() + validate_seconds(timeout, "timeout", allow_zero=True)
         params = {"topics": None if topics is None else json.dumps(list(topics))}
         query = "runnable_any" if topics is None else "runnable_topics"
+
+        def runnable(conn: sqlite3.Connection) -> bool:
+            found = conn.execute(Q[query], {**params, "now": epoch_or_now(None)}).fetchone()
+            return found is not None
+
+        return self._watch("tasks", timeout, runnable)
+
+    def event_wait(self, timeout: float) -> bool:
+        """Watch the change counter as :meth:`task_wait` does: any commit by
+        another connection may have appended events."""
+        return self._watch("events", timeout, lambda conn: True)
+
+    def _watch(self, what: str, timeout: float, news: Callable[[sqlite3.Connection], bool]) -> bool:
+        """Until ``timeout``, look at the change counter every WATCH_INTERVAL; True
+        once it moved since this thread's last look for ``what`` and ``news``
+        holds."""
+        deadline = time.monotonic() + validate_seconds(timeout, "timeout", allow_zero=True)
+        seen = f"seen_{what}"
         while True:
             with self._use() as conn:
                 version = conn.execute(Q["data_version"]).fetchone()[0]
-                changed = version != getattr(self._local, "seen_version", version)
-                self._local.seen_version = version
-                if (
-                    changed
-                    and conn.execute(Q[query], {**params, "now": epoch_or_now(None)}).fetchone()
-                ):
+                changed = version != getattr(self._local, seen, version)
+                setattr(self._local, seen, version)
+                if changed and news(conn):
                     return True
             left = deadline - time.monotonic()
             if left <= 0:

@@ -69,8 +69,13 @@ LIMIT :limit;
 
 -- SQLite serialises writers (BEGIN IMMEDIATE), so events commit in id order
 -- and paging by id alone skips none: the cursor's transaction part is always 0.
+-- One row comes back even when there is no event, carrying how far retention
+-- has pruned (a cursor older than that may have lost history).
 -- name: list_events
-SELECT * FROM events WHERE id > :after ORDER BY id LIMIT :limit;
+SELECT coalesce((SELECT pruned_id FROM event_log), 0) AS pruned_id, e.*
+FROM (SELECT 1) AS one
+LEFT JOIN (SELECT * FROM events WHERE id > :after ORDER BY id LIMIT :limit) AS e ON 1
+ORDER BY e.id;
 
 -- Reserve: take the first :limit runnable rows, highest priority first, then
 -- oldest. A NULL run_at runs at once: no clock is compared for it. A task's tags
@@ -334,7 +339,13 @@ DELETE FROM tasks WHERE seq IN (
 -- name: prune_events
 DELETE FROM events WHERE id IN (
     SELECT id FROM events WHERE at < :cutoff ORDER BY at LIMIT :limit
-);
+)
+RETURNING id;
+
+-- The newest event pruned so far (see 0004_follow_and_reports.sql).
+-- name: mark_events_pruned
+INSERT INTO event_log (only_row, pruned_id) VALUES (1, :pruned_id)
+ON CONFLICT (only_row) DO UPDATE SET pruned_id = max(pruned_id, excluded.pruned_id);
 
 -- name: worker_beat
 INSERT INTO workers (id, host, pid, topics, tags, pool, concurrency, held, started_at, last_seen)
@@ -457,3 +468,30 @@ SELECT 1 FROM tasks INDEXED BY tasks_pending_by_topic
 WHERE status = 'pending' AND topic IN (SELECT value FROM json_each(:topics))
   AND (run_at IS NULL OR run_at <= :now)
 LIMIT 1;
+
+-- The observer's reports (0004_follow_and_reports.sql). A run is saved only for
+-- a slot later than the saved one, so of two schedulers running the same slot
+-- one saves (and its trigger appends the report event) and the other gets no
+-- row back.
+-- name: report_save
+INSERT INTO reports (key, slot, run_at, owner, query, task_ids, total)
+VALUES (:key, :slot, :now, :owner, :query, :task_ids, :total)
+ON CONFLICT (key) DO UPDATE SET
+    slot = excluded.slot, run_at = excluded.run_at, owner = excluded.owner,
+    query = excluded.query, task_ids = excluded.task_ids, total = excluded.total
+WHERE reports.slot < excluded.slot
+RETURNING *;
+
+-- name: report_get
+SELECT * FROM reports WHERE key = :key;
+
+-- name: report_list
+SELECT * FROM reports ORDER BY key;
+
+-- Reports of queries no longer run (nothing saved within the retention).
+-- name: prune_reports
+DELETE FROM reports WHERE run_at < :cutoff;
+
+-- The newest events before an id, newest first (for a tail).
+-- name: tail_events
+SELECT * FROM events WHERE id < :before ORDER BY id DESC LIMIT :limit;

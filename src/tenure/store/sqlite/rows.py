@@ -14,14 +14,16 @@ from datetime import datetime
 from typing import Any
 
 from tenure import serializer
-from tenure.clock import from_epoch
+from tenure.clock import from_epoch, to_epoch
 from tenure.store.cursor import event_cursor
 from tenure.store.types import (
+    REPORT_KIND,
     Event,
     Failure,
     LeaderLease,
     LeaderState,
     PreparedTask,
+    Report,
     TaskFilter,
     TaskState,
     UniqueLock,
@@ -163,16 +165,40 @@ def unique_lock(row: sqlite3.Row) -> UniqueLock:
 
 
 def event(row: sqlite3.Row) -> Event:
-    from_status = row["from_status"]
+    from_status, to_status = row["from_status"], row["to_status"]
     return Event(
         id=row["id"],
         task_id=row["task_id"],
         topic=row["topic"],
         name=row["name"],
         from_status=None if from_status is None else Status(from_status),
-        to_status=Status(row["to_status"]),
+        to_status=None if to_status == REPORT_KIND else Status(to_status),
         attempt=row["attempt"],
         owner=row["owner"],
         at=from_epoch(row["at"]),
         cursor=event_cursor(0, row["id"]),
     )
+
+
+def report(row: sqlite3.Row) -> Report:
+    return Report(
+        key=row["key"],
+        slot=from_epoch(row["slot"]),
+        run_at=from_epoch(row["run_at"]),
+        owner=row["owner"],
+        query=json.loads(row["query"]),
+        task_ids=tuple(json.loads(row["task_ids"])),
+        total=row["total"],
+    )
+
+
+def report_params(report: Report, now: float) -> dict[str, Any]:
+    return {
+        "key": report.key,
+        "slot": to_epoch(report.slot),
+        "now": now,
+        "owner": report.owner,
+        "query": serializer.dumps(report.query, "query"),
+        "task_ids": json.dumps(list(report.task_ids)),
+        "total": report.total,
+    }

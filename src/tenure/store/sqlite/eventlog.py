@@ -1,0 +1,48 @@
+"""The SQLite store's event log and reports: the statements behind
+:class:`~tenure.store.eventlog.EventLog`, each run on a connection the backend
+gives (a write transaction for the writes)."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from tenure.store.backend import EventRead
+from tenure.store.sqlite import rows
+from tenure.store.sqlite.schema import Q
+from tenure.store.types import EventPage, Report
+
+
+def read_events(conn: sqlite3.Connection, after: int, limit: int) -> EventRead:
+    """A page after the event id ``after``, and how far retention has pruned.
+    Writers are serialised, so nothing is ever held back."""
+    found = conn.execute(Q["list_events"], {"after": after, "limit": limit}).fetchall()
+    events = [rows.event(row) for row in found if row["id"] is not None]
+    return EventRead(EventPage(events), (0, found[0]["pruned_id"]))
+
+
+def prune_events(conn: sqlite3.Connection, cutoff: float, limit: int) -> int:
+    """Delete up to ``limit`` events older than ``cutoff`` and remember the
+    newest id deleted; how many were deleted."""
+    gone = [row[0] for row in conn.execute(Q["prune_events"], {"cutoff": cutoff, "limit": limit})]
+    if gone:
+        conn.execute(Q["mark_events_pruned"], {"pruned_id": max(gone)})
+    return len(gone)
+
+
+def save_report(conn: sqlite3.Connection, report: Report, now: float) -> Report | None:
+    row = conn.execute(Q["report_save"], rows.report_params(report, now)).fetchone()
+    return None if row is None else rows.report(row)
+
+
+def get_report(conn: sqlite3.Connection, key: str) -> Report | None:
+    row = conn.execute(Q["report_get"], {"key": key}).fetchone()
+    return None if row is None else rows.report(row)
+
+
+def list_reports(conn: sqlite3.Connection) -> list[Report]:
+    return [rows.report(row) for row in conn.execute(Q["report_list"])]
+
+
+def prune_reports(conn: sqlite3.Connection, cutoff: float) -> int:
+    deleted: int = conn.execute(Q["prune_reports"], {"cutoff": cutoff}).rowcount
+    return deleted

@@ -1,0 +1,48 @@
+"""Turning a blocking ``wait(timeout)`` into a ``threading.Event`` that is set.
+
+A store that can only be waited on (SQLite watching its change counter) offers
+``*_notify(wake)`` through a thread of its own that loops on the wait and sets
+``wake`` each time it returns early; a store that is told of changes
+(PostgreSQL's LISTEN) sets ``wake`` from where it hears of them instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Callable
+
+from tenure.errors import TenureError
+
+log = logging.getLogger("tenure.store")
+
+FOLLOW_START_TIMEOUT = 5.0
+"""Seconds a ``*_notify`` call waits for its thread to start following."""
+
+
+def notify_from_waits(
+    wait: Callable[[float], bool], wake: threading.Event, what: str
+) -> Callable[[], None]:
+    """Set ``wake`` each time ``wait`` reports news, on a thread, until the
+    returned function is called. The first wait (of zero seconds) happens before
+    this returns, so news that comes later is not missed."""
+    stopped, following = threading.Event(), threading.Event()
+
+    def follow() -> None:
+        with contextlib.suppress(TenureError):
+            wait(0)  # from here on, news is noticed
+        following.set()
+        while not stopped.is_set():
+            try:
+                if wait(1.0):
+                    wake.set()
+            except TenureError as exc:
+                if stopped.is_set():  # unsubscribed, and the store closed since
+                    return
+                log.warning("waiting for %s: %s", what, exc)
+                stopped.wait(1.0)
+
+    threading.Thread(target=follow, name=f"tenure-{what.replace(' ', '-')}", daemon=True).start()
+    following.wait(FOLLOW_START_TIMEOUT)
+    return stopped.set
