@@ -45,7 +45,7 @@ def test_an_unreachable_postgres_is_one_line_naming_it_within_5_seconds(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     port = free_port()
-    for command in (["tasks"], ["workers"], ["show", "x"], ["migrate"]):
+    for command in (["tasks"], ["workers"], ["show", "x"], ["migrate"], ["events"], ["report"]):
         began = time.monotonic()
         assert main(["--url", UNREACHABLE.format(port=port), *command]) == 1
         assert time.monotonic() - began < 5

@@ -19,6 +19,7 @@ from typing import NoReturn, cast
 from tenure import __version__
 from tenure.admin import TaskAdmin
 from tenure.cli import commands, serve, settings
+from tenure.cli import events as event_commands
 from tenure.cli.output import console, error, short_id, task_json, task_table
 from tenure.errors import ConfigError, InvalidInput, TenureError
 from tenure.loading import AppImportError
@@ -98,6 +99,7 @@ def build_parser() -> Parser:
     url_too.add_argument("--url", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     layered = [parser, *serve.add(subcommands, url_too)]
     commands.add(subcommands, url_too)
+    event_commands.add(subcommands, url_too)
     _add_completion(subcommands, parser)
     settings.apply(layered)
     return parser

@@ -4,6 +4,7 @@ one line per mistake."""
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Sequence
 
 from rich import box
@@ -12,7 +13,12 @@ from rich.table import Table
 
 from tenure.task import Task
 
-console = Console()
+PIPED_WIDTH = 1000
+
+console = Console(width=None if sys.stdout.isatty() else PIPED_WIDTH)
+"""Standard output. Piped, lines are as long as their content needs (rich would
+cut tables to 80 columns and drop whole columns): a script gets every column,
+and ``--json`` when it wants to parse them."""
 errors = Console(stderr=True, highlight=False, soft_wrap=True)
 
 STATUS_STYLE = {

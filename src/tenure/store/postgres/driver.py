@@ -24,6 +24,7 @@ from typing import Any
 import psycopg
 from psycopg import conninfo, pq
 from psycopg.types import json as json_types
+from psycopg_pool import PoolClosed
 
 from tenure import serializer
 from tenure.errors import ConfigError, StoreError, StoreUnavailable
@@ -189,10 +190,13 @@ def translated() -> Iterator[None]:
 
     ``OperationalError`` covers a lost or refused connection, a pool that gave
     no connection in time, a server shutting down, a cancelled statement, a
-    deadlock or serialization failure: all worth trying again later.
+    deadlock or serialization failure: all worth trying again later. A closed
+    pool is not: the store was closed, as SQLite's says, for good.
     """
     try:
         yield
+    except PoolClosed:
+        raise StoreError("the store is closed") from None
     except psycopg.OperationalError as exc:
         raise StoreUnavailable(f"PostgreSQL unavailable: {_first_line(exc)}") from exc
     except psycopg.Error as exc:

@@ -1,0 +1,134 @@
+"""The follower API (``tenure.events.Events``) on every store: it yields each
+event once, in order, waits for new ones and is woken when they commit, runs
+callbacks on a thread, and serves asyncio code."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from tenure import Store
+from tenure.errors import InvalidInput
+from tenure.events import EventFilter, Events
+from tenure.store import NewTask
+from tenure.store.types import Event
+from tests.conftest import StoreFactory
+
+
+def create(store: Store, *ids: str, topic: str = "t") -> None:
+    for task_id in ids:
+        store.task_create(NewTask(topic=topic, name="n", id=task_id))
+
+
+def take(events: Iterator[Event], n: int, timeout: float = 10) -> list[Event]:
+    """The next ``n`` events, read on a thread so a follower that blocks for
+    ever fails the test instead of hanging it."""
+    got: list[Event] = []
+    reader = threading.Thread(
+        target=lambda: got.extend(next(events) for _ in range(n)), daemon=True
+    )
+    reader.start()
+    reader.join(timeout)
+    assert not reader.is_alive(), f"only {len(got)} of {n} events came within {timeout} s"
+    return got
+
+
+def test_follow_yields_old_events_then_new_ones_as_they_commit(
+    store: Store, make_store: StoreFactory
+) -> None:
+    create(store, "a", "b")
+    reading = make_store()
+    reading.event_poll = 120.0  # no poll within the test: only a wake-up delivers
+    follower = Events(lambda: reading).follow()
+    assert [e.task_id for e in take(follower, 2)] == ["a", "b"]
+    writer = make_store()  # another connection, as another process would be
+    threading.Timer(0.3, create, (writer, "c")).start()
+    [new] = take(follower, 1)
+    assert new.task_id == "c" and new.kind == "created"
+
+
+def test_a_resumed_follow_starts_after_its_cursor(store: Store) -> None:
+    create(store, "a", "b", "c")
+    events = Events(lambda: store)
+    [first] = take(events.follow(), 1)
+    assert [e.task_id for e in take(events.follow(first.cursor), 2)] == ["b", "c"]
+
+
+def test_filters_leave_events_out_but_move_the_cursor_past_them(store: Store) -> None:
+    create(store, "a", topic="x")
+    create(store, "b", topic="y")
+    create(store, "c", topic="x")
+    events = Events(lambda: store)
+    assert [e.task_id for e in take(events.follow(topics=["x"]), 2)] == ["a", "c"]
+    found, cursor = events.page(topics=["y"])
+    assert [e.task_id for e in found] == ["b"]
+    assert cursor == store.event_list()[-1].cursor  # past "c", which did not match
+    assert events.page(cursor)[0] == []
+
+
+def test_page_and_tail_stop_at_their_limits(store: Store) -> None:
+    create(store, *[f"t{n}" for n in range(10)])
+    events = Events(lambda: store)
+    found, cursor = events.page(limit=4)
+    assert [e.task_id for e in found] == ["t0", "t1", "t2", "t3"] and cursor == found[-1].cursor
+    newest, head = events.tail(3)
+    assert [e.task_id for e in newest] == ["t7", "t8", "t9"] and head == newest[-1].cursor
+
+
+def test_subscribe_runs_the_callback_for_each_event_until_stopped(store: Store) -> None:
+    seen: list[str] = []
+    done = threading.Event()
+
+    def callback(event: Event) -> None:
+        if event.task_id == "boom":
+            raise RuntimeError("a subscriber's bug")
+        seen.append(event.task_id)
+        if event.task_id == "last":
+            done.set()
+
+    subscription = Events(lambda: store).subscribe(callback)
+    create(store, "a", "boom", "last")
+    assert done.wait(10), seen
+    subscription.stop(timeout=5)
+    assert not subscription.running and subscription.error is None
+    assert seen == ["a", "last"]  # a failing callback is logged, the next still comes
+    assert subscription.cursor == store.event_list()[-1].cursor
+
+
+def test_afollow_serves_asyncio_code(store: Store) -> None:
+    create(store, "a")
+
+    async def follow() -> list[str]:
+        got = []
+        async for event in Events(lambda: store).afollow():
+            got.append(event.task_id)
+            if event.task_id == "a":
+                await asyncio.to_thread(create, store, "b")
+            else:
+                return got
+        raise AssertionError("afollow ended")
+
+    assert asyncio.run(asyncio.wait_for(follow(), 10)) == ["a", "b"]
+
+
+@pytest.mark.parametrize(
+    ("filters", "field"),
+    [
+        ({"kinds": ["donee"]}, "kinds"),
+        ({"topics": "emails"}, "topics"),
+        ({"task_ids": [""]}, "task_ids"),
+    ],
+)
+def test_bad_filters_are_refused_before_following(filters: dict[str, object], field: str) -> None:
+    with pytest.raises(InvalidInput) as refused:
+        EventFilter.of(**filters)  # type: ignore[arg-type]
+    assert refused.value.field == field
+
+
+def test_a_garbled_cursor_is_refused_when_following_begins(store: Store) -> None:
+    with pytest.raises(InvalidInput) as refused:
+        next(Events(lambda: store).follow("nonsense"))
+    assert refused.value.field == "after"
