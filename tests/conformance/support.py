@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 
 from tenure import Event, Lease, Status, Store, Task, TaskError
@@ -49,12 +50,21 @@ ERROR = TaskError("ValueError", "boom", "Traceback ...")
 
 def last_event_cursor(store: Store) -> str | None:
     """Where a follower that has read the whole log so far would resume."""
-    events = store.event_list(limit=10_000)
+    events = events_since(store, None)
     return events[-1].cursor if events else None
 
 
 def events_since(store: Store, after: str | None) -> list[Event]:
-    return store.event_list(after=after, limit=10_000)
+    """Every event committed so far after ``after``. On PostgreSQL a committed
+    event can be held back for a moment (while a transaction that was open when
+    the read began, in any database the server cannot tell apart, is still
+    open: see list_events), so read again until nothing is held back."""
+    deadline = time.monotonic() + 10
+    while True:
+        page = store.event_page(after=after, limit=10_000)
+        if not page.held_back or time.monotonic() > deadline:
+            return page.events
+        time.sleep(0.005)
 
 
 def in_(seconds: float) -> datetime:

@@ -51,6 +51,8 @@ POSTGRES_ONLY = {
     "analyze_events": "see stale_statistics",
     "listen": "wake-ups by LISTEN/NOTIFY; SQLite watches data_version",
     "listen_events": "see listen",
+    "read_only_snapshot": "task_stats reads its three statements in one snapshot; SQLite's "
+    "are each read on their own (one writer at a time, and nothing waits on them)",
     "lock_migrations": "processes migrating at once take turns on an advisory lock; SQLite's "
     "migrations hold the write lock (begin_write)",
 }

@@ -19,6 +19,7 @@ def test_exported_names_are_pinned() -> None:
             "Current",
             "DuplicateTask",
             "Event",
+            "EventsPruned",
             "InvalidInput",
             "InvalidTransition",
             "Lease",

@@ -79,22 +79,28 @@ class Observation:
             if seconds(self.every, "every") < 1:
                 raise InvalidInput("every", "an interval must be at least 1 second")
             return
-        object.__setattr__(self, "at", self.at or DEFAULT_AT)
+        object.__setattr__(self, "at", DEFAULT_AT if self.at is None else self.at)
         self.time_of_day()
 
     def time_of_day(self) -> time:
-        """``at`` as a time (UTC)."""
+        """``at`` as a time with its zone (UTC unless ``at`` names an offset)."""
+        if not isinstance(self.at, str) or not self.at:
+            raise InvalidInput("at", f"a time of day such as '00:00:00', not {self.at!r}")
         try:
-            return time.fromisoformat(str(self.at)).replace(tzinfo=UTC)
+            moment = time.fromisoformat(self.at)
         except ValueError:
             raise InvalidInput("at", f"a time of day such as '00:00:00', not {self.at!r}") from None
+        return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
     def slot(self, now: datetime) -> datetime:
         """The latest scheduled time at or before ``now``."""
         if self.every is not None:
             every = float(self.every)
             return datetime.fromtimestamp(math.floor(now.timestamp() / every) * every, UTC)
-        today = datetime.combine(now.astimezone(UTC).date(), self.time_of_day())
+        at = self.time_of_day()
+        assert at.tzinfo is not None  # time_of_day sets one
+        local_today = now.astimezone(at.tzinfo).date()  # today where the offset is
+        today = datetime.combine(local_today, at).astimezone(UTC)
         return today if today <= now else today - timedelta(days=1)
 
     def filters(self, now: datetime) -> TaskFilter:

@@ -24,6 +24,7 @@ from tenure.store.types import (
     LeaderLease,
     LeaderState,
     PreparedTask,
+    QueueStats,
     Report,
     ReserveParams,
     TaskFilter,
@@ -34,6 +35,9 @@ from tenure.task import Lease, Status, Task
 
 Positioned = tuple[int, Task]
 """A task with its position in the store's insertion order (for keyset paging)."""
+
+AFTER_ALL = 2**63 - 1
+"""A position after every task: where a newest-first listing starts."""
 
 EventPosition = tuple[int, int]
 """A place in the event log's commit-safe order: (transaction, event id)."""
@@ -68,7 +72,9 @@ class Backend(ABC):
     def _task_list_group(self, group_id: str) -> list[Task]: ...
 
     @abstractmethod
-    def _task_list(self, filters: TaskFilter, after: int, limit: int) -> list[Positioned]: ...
+    def _task_list(
+        self, filters: TaskFilter, after: int, limit: int, newest_first: bool
+    ) -> list[Positioned]: ...
 
     @abstractmethod
     def _task_list_leased(
@@ -120,10 +126,21 @@ class Backend(ABC):
     def _clock_now(self) -> datetime: ...
 
     @abstractmethod
-    def _task_prune(self, older_than: float, limit: int, now: datetime | None) -> int: ...
+    def _task_prune(
+        self, older_than: float, limit: int, now: datetime | None, statuses: list[str]
+    ) -> int: ...
 
     @abstractmethod
     def _event_prune(self, older_than: float, limit: int, now: datetime | None) -> int: ...
+
+    @abstractmethod
+    def _task_find(self, pattern: str) -> list[str]: ...
+
+    @abstractmethod
+    def _task_events(self, task_id: str) -> list[Event]: ...
+
+    @abstractmethod
+    def _task_stats(self, now: datetime, since: datetime) -> QueueStats: ...
 
     @abstractmethod
     def _report_save(self, report: Report) -> Report | None: ...

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 from datetime import datetime
 from functools import partial
@@ -30,6 +30,7 @@ from tenure.store import cursor as cursors
 from tenure.store import validate
 from tenure.store.backend import Positioned
 from tenure.store.eventlog import EventLog
+from tenure.store.operating import Operating
 from tenure.store.refusals import Answer, briefly, raise_if_refused, refuse_shared_locks
 from tenure.store.types import (
     Completion,
@@ -50,11 +51,14 @@ from tenure.task import Lease, Status, Task, TaskError
 
 log = logging.getLogger("tenure.store")
 
+FINISHED_STATUSES = frozenset({Status.DONE, Status.FAILED, Status.CANCELLED})
+"""The statuses whose tasks retention may delete."""
+
 DEFAULT_MAX_PAYLOAD_BYTES = 1 << 20
 """Largest JSON payload or result accepted, in bytes (1 MiB)."""
 
 
-class Store(EventLog):
+class Store(EventLog, Operating):
     """A place where tasks live. Thread-safe; share one per process."""
 
     def __init__(self, *, max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES) -> None:
@@ -121,14 +125,22 @@ class Store(EventLog):
         return self._task_list_group(validate.text(group_id, "group_id"))
 
     def task_list(
-        self, filters: TaskFilter | None = None, *, cursor: str | None = None, limit: int = 100
+        self,
+        filters: TaskFilter | None = None,
+        *,
+        cursor: str | None = None,
+        limit: int = 100,
+        newest_first: bool = False,
     ) -> Page:
-        """One page of tasks matching ``filters``, oldest first."""
+        """One page of tasks matching ``filters``, oldest first (or newest first).
+        The cursor keeps its place while tasks arrive: none is skipped or shown
+        twice."""
         filters = validate.task_filter(filters or TaskFilter())
-        scope = cursors.scope_of(["list", _filter_key(filters)])
+        order = "newest" if newest_first else "list"
+        scope = cursors.scope_of([order, _filter_key(filters)])
         after = 0 if cursor is None else cursors.decode(cursor, scope)
         limit = validate.page_limit(limit)
-        return _page(self._task_list(filters, after, limit), limit, scope)
+        return _page(self._task_list(filters, after, limit, newest_first), limit, scope)
 
     def task_list_leased(
         self, *, topics: Sequence[str] | None = None, cursor: str | None = None, limit: int = 1000
@@ -309,13 +321,22 @@ class Store(EventLog):
         return self._clock_now()
 
     def task_prune(
-        self, older_than: float, *, limit: int = 1000, now: datetime | None = None
+        self,
+        older_than: float,
+        *,
+        limit: int = 1000,
+        now: datetime | None = None,
+        statuses: Collection[Status | str] = FINISHED_STATUSES,
     ) -> int:
-        """Delete up to ``limit`` done, failed or cancelled tasks that finished more
-        than ``older_than`` seconds ago; return how many."""
+        """Delete up to ``limit`` tasks in ``statuses`` (done, failed and cancelled
+        by default; only those) that finished more than ``older_than`` seconds
+        ago; return how many."""
         older_than = validate.seconds(older_than, "older_than", allow_zero=True)
         validate.moment(now, "now")
-        return self._task_prune(older_than, validate.page_limit(limit), now)
+        chosen = sorted({validate.status(s, "statuses").value for s in statuses})
+        if not chosen or not set(chosen) <= FINISHED_STATUSES:
+            raise InvalidInput("statuses", "only done, failed or cancelled tasks are pruned")
+        return self._task_prune(older_than, validate.page_limit(limit), now, chosen)
 
     def statistics_refresh(self) -> list[str]:
         """Refresh the planner's statistics of the tables that changed much since

@@ -202,6 +202,23 @@ class EventPage:
 
 
 @dataclass(frozen=True, slots=True)
+class QueueStats:
+    """The queue at a glance (``Store.task_stats``): tasks per topic and status,
+    since when each topic's oldest runnable pending task has waited, and how many
+    tasks ended per topic and way (done, failed, cancelled) since ``since``."""
+
+    at: datetime
+    since: datetime
+    counts: dict[str, dict[Status, int]]
+    oldest_pending: dict[str, datetime]
+    endings: dict[str, dict[Status, int]]
+
+    def total(self, status: Status) -> int:
+        """Tasks in ``status``, all topics together."""
+        return sum(per_status.get(status, 0) for per_status in self.counts.values())
+
+
+@dataclass(frozen=True, slots=True)
 class Report:
     """The latest result of an observer query: the tasks that matched it when
     it ran for ``slot`` (the scheduled time; ``run_at`` is when it ran), the

@@ -28,6 +28,7 @@ def notify_from_waits(
     returned function is called. The first wait (of zero seconds) happens before
     this returns, so news that comes later is not missed."""
     stopped, following = threading.Event(), threading.Event()
+    guard = threading.Lock()  # no wake once unsubscribe has returned
 
     def follow() -> None:
         with contextlib.suppress(TenureError):
@@ -35,14 +36,21 @@ def notify_from_waits(
         following.set()
         while not stopped.is_set():
             try:
-                if wait(1.0):
-                    wake.set()
+                news = wait(1.0)
             except TenureError as exc:
                 if stopped.is_set():  # unsubscribed, and the store closed since
                     return
                 log.warning("waiting for %s: %s", what, exc)
                 stopped.wait(1.0)
+                continue
+            with guard:
+                if news and not stopped.is_set():
+                    wake.set()
+
+    def unsubscribe() -> None:
+        with guard:
+            stopped.set()
 
     threading.Thread(target=follow, name=f"tenure-{what.replace(' ', '-')}", daemon=True).start()
     following.wait(FOLLOW_START_TIMEOUT)
-    return stopped.set
+    return unsubscribe

@@ -31,7 +31,7 @@ from psycopg_pool import ConnectionPool
 
 from tenure.errors import ConfigError, LeaseLost
 from tenure.store import validate
-from tenure.store.backend import EventPosition, EventRead, Positioned
+from tenure.store.backend import AFTER_ALL, Positioned
 from tenure.store.base import Store
 from tenure.store.postgres import rows, schema, statements
 from tenure.store.postgres.driver import (
@@ -42,18 +42,17 @@ from tenure.store.postgres.driver import (
     lost_race,
     translated,
 )
+from tenure.store.postgres.eventlog import PostgresLog
 from tenure.store.postgres.notify import Listener, Listening
 from tenure.store.postgres.rows import Row
 from tenure.store.postgres.schema import Q
 from tenure.store.postgres.statements import Connection
 from tenure.store.refusals import LOST_ERROR, Answer, admin_refusal, refusal
 from tenure.store.types import (
-    Event,
     Failure,
     LeaderLease,
     LeaderState,
     PreparedTask,
-    Report,
     ReserveParams,
     TaskFilter,
     UniqueLock,
@@ -65,7 +64,7 @@ ACQUIRE_ATTEMPTS = 3
 """Runs of ``leader_acquire`` before a lost race is reported as an error."""
 
 
-class PostgresStore(Listening, Store):
+class PostgresStore(Listening, PostgresLog, Store):
     """Tasks in a PostgreSQL database (``postgresql://user@host:port/dbname``).
 
     ``role`` names the process's part (``worker``, ``scheduler`` …) in the
@@ -210,9 +209,14 @@ class PostgresStore(Listening, Store):
     def _task_list_group(self, group_id: str) -> list[Task]:
         return [rows.task(row) for row in self._read("list_group", {"group_id": group_id})]
 
-    def _task_list(self, filters: TaskFilter, after: int, limit: int) -> list[Positioned]:
+    def _task_list(
+        self, filters: TaskFilter, after: int, limit: int, newest_first: bool
+    ) -> list[Positioned]:
         params = {"after": after, "limit": limit, **rows.filter_params(filters)}
-        return [(row["seq"], rows.task(row)) for row in self._read("list_tasks", params)]
+        query = "list_tasks"
+        if newest_first:
+            query, params["before"] = "list_tasks_newest", after or AFTER_ALL
+        return [(row["seq"], rows.task(row)) for row in self._read(query, params)]
 
     def _task_count(self, filters: TaskFilter) -> int:
         count: int = self._read("count_tasks", rows.filter_params(filters))[0]["count"]
@@ -226,9 +230,6 @@ class PostgresStore(Listening, Store):
         if topics is not None:
             query, params["topics"] = "list_leased_topics", list(topics)
         return [(row["seq"], rows.task(row)) for row in self._read(query, params)]
-
-    def _event_list(self, after: EventPosition, limit: int) -> EventRead:
-        return rows.event_read(self._read("list_events", rows.event_params(after, limit)))
 
     # -- leases -------------------------------------------------------------------
 
@@ -353,30 +354,15 @@ class PostgresStore(Listening, Store):
     def _clock_now(self) -> datetime:
         return rows.moment(self._read("clock_now", {})[0], "now")
 
-    def _task_prune(self, older_than: float, limit: int, now: datetime | None) -> int:
-        return self._count_of("prune_tasks", {"older_than": older_than, "limit": limit, "now": now})
+    def _task_prune(
+        self, older_than: float, limit: int, now: datetime | None, statuses: list[str]
+    ) -> int:
+        params = {"older_than": older_than, "limit": limit, "now": now, "statuses": statuses}
+        return self._count_of("prune_tasks", params)
 
     def _event_prune(self, older_than: float, limit: int, now: datetime | None) -> int:
         params = {"older_than": older_than, "limit": limit, "now": now}
         return self._count_of("prune_events", params)
-
-    def _event_tail(self, before: EventPosition, limit: int) -> list[Event]:
-        params = {"before_xid": str(before[0]), "before_id": before[1], "limit": limit}
-        return [rows.event(row) for row in self._read("tail_events", params)]
-
-    def _report_save(self, report: Report) -> Report | None:
-        found = self._read("report_save", rows.report_params(report))
-        return rows.report(found[0]) if found else None
-
-    def _report_get(self, key: str) -> Report | None:
-        found = self._read("report_get", {"key": key})
-        return rows.report(found[0]) if found else None
-
-    def _report_list(self) -> list[Report]:
-        return [rows.report(row) for row in self._read("report_list", {})]
-
-    def _report_prune(self, older_than: float, now: datetime | None) -> int:
-        return self._count_of("prune_reports", {"older_than": older_than, "now": now})
 
     def _count_of(self, query: str, params: dict[str, Any]) -> int:
         """Run a statement whose one row counts what it deleted."""

@@ -86,6 +86,20 @@ WHERE seq > %(after)s::bigint
 ORDER BY seq
 LIMIT %(limit)s::bigint;
 
+-- The same, newest first: from the position before :before, backwards.
+-- name: list_tasks_newest
+SELECT {task_columns} FROM tasks AS t
+WHERE seq < %(before)s::bigint
+  AND (%(topic)s::text IS NULL OR topic = %(topic)s::text)
+  AND (%(sub_topic)s::text IS NULL OR sub_topic = %(sub_topic)s::text)
+  AND (%(status)s::text IS NULL OR status = %(status)s::text)
+  AND (%(name)s::text IS NULL OR name = %(name)s::text)
+  AND (%(group_id)s::text IS NULL OR group_id = %(group_id)s::text)
+  AND (%(created_from)s::timestamptz IS NULL OR created_at >= %(created_from)s::timestamptz)
+  AND (%(created_to)s::timestamptz IS NULL OR created_at < %(created_to)s::timestamptz)
+ORDER BY seq DESC
+LIMIT %(limit)s::bigint;
+
 -- name: list_leased
 SELECT {task_columns} FROM tasks AS t
 WHERE status IN ('running', 'snoozed') AND seq > %(after)s::bigint
@@ -425,7 +439,7 @@ SELECT clock_timestamp() AS now;
 -- name: prune_tasks
 WITH picked AS MATERIALIZED (
     SELECT seq FROM tasks
-    WHERE status IN ('done', 'failed', 'cancelled')
+    WHERE status = ANY(%(statuses)s::text[])
       AND finished_at < COALESCE(%(now)s::timestamptz, now())
                         - make_interval(secs => %(older_than)s::float8)
     ORDER BY finished_at
@@ -656,3 +670,39 @@ WHERE (xid, id) < (%(before_xid)s::text::xid8, %(before_id)s::bigint)
   AND xid < (SELECT xid FROM horizon)
 ORDER BY xid DESC, id DESC
 LIMIT %(limit)s::bigint;
+
+-- Operating: what the command line and the HTTP API show and do.
+--
+-- Ids that begin with :prefix (LIKE's own characters escaped by the caller), to
+-- accept a unique prefix of an id; two are enough to say it is ambiguous.
+-- name: find_task_ids
+SELECT id FROM tasks WHERE id LIKE %(pattern)s::text ESCAPE '\' ORDER BY id LIMIT 2;
+
+-- One task's events, in the order they were written (walks events_by_task).
+-- name: list_task_events
+SELECT xid::text AS xid_text, id, task_id, topic, name, from_status, to_status, attempt,
+       owner, at
+FROM events WHERE task_id = %(task_id)s::text ORDER BY id;
+
+-- The statements of task_stats read one snapshot.
+-- name: read_only_snapshot
+SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY;
+
+-- How many tasks each topic has in each status.
+-- name: stats_counts
+SELECT topic, status, count(*) AS count FROM tasks GROUP BY topic, status;
+
+-- Per topic, since when its oldest runnable pending task has waited.
+-- name: stats_oldest_pending
+SELECT topic, min(coalesce(run_at, created_at)) AS since
+FROM tasks
+WHERE status = 'pending' AND (run_at IS NULL OR run_at <= now())
+GROUP BY topic;
+
+-- How many tasks ended (done, failed, cancelled) since :since, by how, per topic
+-- (walks events_by_time).
+-- name: stats_endings
+SELECT topic, to_status AS status, count(*) AS count
+FROM events
+WHERE at >= %(since)s::timestamptz AND to_status IN ('done', 'failed', 'cancelled')
+GROUP BY topic, to_status;

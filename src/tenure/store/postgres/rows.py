@@ -23,6 +23,7 @@ from tenure.store.types import (
     LeaderLease,
     LeaderState,
     PreparedTask,
+    QueueStats,
     Report,
     TaskFilter,
     TaskState,
@@ -192,6 +193,21 @@ def event_read(found: list[Row]) -> EventRead:
     events = [event(row) for row in found if row["id"] is not None]
     pruned_to = (int(log["pruned_xid_text"]), log["pruned_id"])
     return EventRead(EventPage(events, held_back=log["held_back"]), pruned_to)
+
+
+def queue_stats(
+    now: datetime, since: datetime, counts: list[Row], waiting: list[Row], endings: list[Row]
+) -> QueueStats:
+    """``Store.task_stats`` from the rows of stats_counts, stats_oldest_pending and
+    stats_endings."""
+    per_topic: dict[str, dict[Status, int]] = {}
+    for row in counts:
+        per_topic.setdefault(row["topic"], {})[Status(row["status"])] = row["count"]
+    ended: dict[str, dict[Status, int]] = {}
+    for row in endings:
+        ended.setdefault(row["topic"], {})[Status(row["status"])] = row["count"]
+    oldest = {row["topic"]: _utc(row["since"]) for row in waiting}
+    return QueueStats(now, since, per_topic, {k: v for k, v in oldest.items() if v}, ended)
 
 
 def report(row: Row) -> Report:

@@ -15,7 +15,7 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -23,28 +23,26 @@ from typing import Any
 
 from tenure.clock import epoch_or_now, from_epoch, utcnow
 from tenure.errors import ConfigError, DuplicateTask, LeaseLost, StoreError, StoreUnavailable
-from tenure.store.backend import EventPosition, EventRead, Positioned
+from tenure.store.backend import AFTER_ALL, EventPosition, EventRead, Positioned
 from tenure.store.base import DEFAULT_MAX_PAYLOAD_BYTES, Store
 from tenure.store.refusals import LOST_ERROR, Answer, admin_refusal, refusal
 from tenure.store.sqlite import eventlog, rows, schema, unique
 from tenure.store.sqlite.schema import Q
+from tenure.store.sqlite.watching import Watching
 from tenure.store.types import (
     Event,
     Failure,
     LeaderLease,
     LeaderState,
     PreparedTask,
+    QueueStats,
     Report,
     ReserveParams,
     TaskFilter,
     UniqueLock,
     WorkerInfo,
 )
-from tenure.store.validate import seconds as validate_seconds
 from tenure.task import CANCELLABLE, RETRYABLE, Lease, Status, Task
-
-WATCH_INTERVAL = 0.002
-"""Seconds between two looks at the change counter in ``task_wait``."""
 
 SYNCHRONOUS_MODES = ("full", "normal", "extra")
 """Allowed ``synchronous`` settings. FULL by default: an acknowledged write
@@ -65,7 +63,7 @@ class _Connection:
         self.in_use = threading.RLock()
 
 
-class SQLiteStore(Store):
+class SQLiteStore(Watching, Store):
     """Tasks in one SQLite database file (WAL mode)."""
 
     def __init__(
@@ -239,9 +237,14 @@ class SQLiteStore(Store):
     def _task_list_group(self, group_id: str) -> list[Task]:
         return [rows.task(row) for row in self._read("list_group", {"group_id": group_id})]
 
-    def _task_list(self, filters: TaskFilter, after: int, limit: int) -> list[Positioned]:
+    def _task_list(
+        self, filters: TaskFilter, after: int, limit: int, newest_first: bool
+    ) -> list[Positioned]:
         params = {"after": after, "limit": limit, **rows.filter_params(filters)}
-        return [(row["seq"], rows.task(row)) for row in self._read("list_tasks", params)]
+        query = "list_tasks"
+        if newest_first:
+            query, params["before"] = "list_tasks_newest", after or AFTER_ALL
+        return [(row["seq"], rows.task(row)) for row in self._read(query, params)]
 
     def _task_count(self, filters: TaskFilter) -> int:
         count: int = self._read("count_tasks", rows.filter_params(filters))[0][0]
@@ -363,8 +366,15 @@ class SQLiteStore(Store):
     def _clock_now(self) -> datetime:
         return utcnow()
 
-    def _task_prune(self, older_than: float, limit: int, now: datetime | None) -> int:
-        return self._delete("prune_tasks", epoch_or_now(now) - older_than, limit)
+    def _task_prune(
+        self, older_than: float, limit: int, now: datetime | None, statuses: list[str]
+    ) -> int:
+        params = {"cutoff": epoch_or_now(now) - older_than, "limit": limit}
+        with self._write() as conn:
+            deleted: int = conn.execute(
+                Q["prune_tasks"], {**params, "statuses": json.dumps(statuses)}
+            ).rowcount
+            return deleted
 
     def _event_tail(self, before: EventPosition, limit: int) -> list[Event]:
         found = self._read("tail_events", {"before": before[1], "limit": limit})
@@ -373,6 +383,18 @@ class SQLiteStore(Store):
     def _event_prune(self, older_than: float, limit: int, now: datetime | None) -> int:
         with self._write() as conn:
             return eventlog.prune_events(conn, epoch_or_now(now) - older_than, limit)
+
+    def _task_find(self, pattern: str) -> list[str]:
+        with self._use() as conn:
+            return eventlog.find_task_ids(conn, pattern)
+
+    def _task_events(self, task_id: str) -> list[Event]:
+        with self._use() as conn:
+            return eventlog.task_events(conn, task_id)
+
+    def _task_stats(self, now: datetime, since: datetime) -> QueueStats:
+        with self._use() as conn:
+            return eventlog.task_stats(conn, now, since)
 
     def _report_save(self, report: Report) -> Report | None:
         with self._write() as conn:
@@ -389,51 +411,6 @@ class SQLiteStore(Store):
     def _report_prune(self, older_than: float, now: datetime | None) -> int:
         with self._write() as conn:
             return eventlog.prune_reports(conn, epoch_or_now(now) - older_than)
-
-    def _delete(self, query: str, cutoff: float, limit: int) -> int:
-        with self._write() as conn:
-            deleted: int = conn.execute(Q[query], {"cutoff": cutoff, "limit": limit}).rowcount
-            return deleted
-
-    # -- wake-ups -----------------------------------------------------------------
-
-    def task_wait(self, topics: Sequence[str] | None, timeout: float) -> bool:
-        """SQLite sends no notifications, so watch instead: every couple of
-        milliseconds, read the database's change counter (no I/O); when another
-        connection has committed, say "woken" if a task of ``topics`` is runnable.
-        An idle worker thus starts a new task within milliseconds, and a commit
-        that enqueued nothing for it costs one indexed read, never a write."""
-        params = {"topics": None if topics is None else json.dumps(list(topics))}
-        query = "runnable_any" if topics is None else "runnable_topics"
-
-        def runnable(conn: sqlite3.Connection) -> bool:
-            found = conn.execute(Q[query], {**params, "now": epoch_or_now(None)}).fetchone()
-            return found is not None
-
-        return self._watch("tasks", timeout, runnable)
-
-    def event_wait(self, timeout: float) -> bool:
-        """Watch the change counter as :meth:`task_wait` does: any commit by
-        another connection may have appended events."""
-        return self._watch("events", timeout, lambda conn: True)
-
-    def _watch(self, what: str, timeout: float, news: Callable[[sqlite3.Connection], bool]) -> bool:
-        """Until ``timeout``, look at the change counter every WATCH_INTERVAL; True
-        once it moved since this thread's last look for ``what`` and ``news``
-        holds."""
-        deadline = time.monotonic() + validate_seconds(timeout, "timeout", allow_zero=True)
-        seen = f"seen_{what}"
-        while True:
-            with self._use() as conn:
-                version = conn.execute(Q["data_version"]).fetchone()[0]
-                changed = version != getattr(self._local, seen, version)
-                setattr(self._local, seen, version)
-                if changed and news(conn):
-                    return True
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            time.sleep(min(WATCH_INTERVAL, left))
 
     # -- unique locks -------------------------------------------------------------
 

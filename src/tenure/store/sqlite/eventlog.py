@@ -1,15 +1,19 @@
-"""The SQLite store's event log and reports: the statements behind
-:class:`~tenure.store.eventlog.EventLog`, each run on a connection the backend
+"""The SQLite store's event log, reports and operator's reads: the statements
+behind :class:`~tenure.store.eventlog.EventLog` and
+:class:`~tenure.store.operating.Operating`, each run on a connection the backend
 gives (a write transaction for the writes)."""
 
 from __future__ import annotations
 
 import sqlite3
+from datetime import datetime
 
+from tenure.clock import from_epoch, to_epoch
 from tenure.store.backend import EventRead
 from tenure.store.sqlite import rows
 from tenure.store.sqlite.schema import Q
-from tenure.store.types import EventPage, Report
+from tenure.store.types import Event, EventPage, QueueStats, Report
+from tenure.task import Status
 
 
 def read_events(conn: sqlite3.Connection, after: int, limit: int) -> EventRead:
@@ -46,3 +50,24 @@ def list_reports(conn: sqlite3.Connection) -> list[Report]:
 def prune_reports(conn: sqlite3.Connection, cutoff: float) -> int:
     deleted: int = conn.execute(Q["prune_reports"], {"cutoff": cutoff}).rowcount
     return deleted
+
+
+def find_task_ids(conn: sqlite3.Connection, pattern: str) -> list[str]:
+    return [row[0] for row in conn.execute(Q["find_task_ids"], {"pattern": pattern})]
+
+
+def task_events(conn: sqlite3.Connection, task_id: str) -> list[Event]:
+    return [rows.event(row) for row in conn.execute(Q["list_task_events"], {"task_id": task_id})]
+
+
+def task_stats(conn: sqlite3.Connection, now: datetime, since: datetime) -> QueueStats:
+    """The queue at a glance, read in one snapshot (one read transaction)."""
+    counts: dict[str, dict[Status, int]] = {}
+    for row in conn.execute(Q["stats_counts"]):
+        counts.setdefault(row["topic"], {})[Status(row["status"])] = row["count"]
+    waiting = conn.execute(Q["stats_oldest_pending"], {"now": to_epoch(now)})
+    oldest = {row["topic"]: from_epoch(row["since"]) for row in waiting}
+    endings: dict[str, dict[Status, int]] = {}
+    for row in conn.execute(Q["stats_endings"], {"since": to_epoch(since)}):
+        endings.setdefault(row["topic"], {})[Status(row["status"])] = row["count"]
+    return QueueStats(now, since, counts, oldest, endings)

@@ -54,6 +54,20 @@ WHERE seq > :after
 ORDER BY seq
 LIMIT :limit;
 
+-- The same, newest first: from the position before :before, backwards.
+-- name: list_tasks_newest
+SELECT * FROM tasks
+WHERE seq < :before
+  AND (:topic IS NULL OR topic = :topic)
+  AND (:sub_topic IS NULL OR sub_topic = :sub_topic)
+  AND (:status IS NULL OR status = :status)
+  AND (:name IS NULL OR name = :name)
+  AND (:group_id IS NULL OR group_id = :group_id)
+  AND (:created_from IS NULL OR created_at >= :created_from)
+  AND (:created_to IS NULL OR created_at < :created_to)
+ORDER BY seq DESC
+LIMIT :limit;
+
 -- name: list_leased
 SELECT * FROM tasks
 WHERE status IN ('running', 'snoozed') AND seq > :after
@@ -331,7 +345,7 @@ WHERE (:topic IS NULL OR topic = :topic)
 -- name: prune_tasks
 DELETE FROM tasks WHERE seq IN (
     SELECT seq FROM tasks
-    WHERE status IN ('done', 'failed', 'cancelled') AND finished_at < :cutoff
+    WHERE status IN (SELECT value FROM json_each(:statuses)) AND finished_at < :cutoff
     ORDER BY finished_at  -- the oldest go first when the limit cuts the batch
     LIMIT :limit
 );
@@ -495,3 +509,32 @@ DELETE FROM reports WHERE run_at < :cutoff;
 -- The newest events before an id, newest first (for a tail).
 -- name: tail_events
 SELECT * FROM events WHERE id < :before ORDER BY id DESC LIMIT :limit;
+
+-- Operating: what the command line and the HTTP API show and do.
+--
+-- Ids that begin with :prefix (LIKE's own characters escaped by the caller), to
+-- accept a unique prefix of an id; two are enough to say it is ambiguous.
+-- name: find_task_ids
+SELECT id FROM tasks WHERE id LIKE :pattern ESCAPE '\' ORDER BY id LIMIT 2;
+
+-- One task's events, in the order they were written (walks events_by_task).
+-- name: list_task_events
+SELECT * FROM events WHERE task_id = :task_id ORDER BY id;
+
+-- How many tasks each topic has in each status.
+-- name: stats_counts
+SELECT topic, status, count(*) AS count FROM tasks GROUP BY topic, status;
+
+-- Per topic, since when its oldest runnable pending task has waited.
+-- name: stats_oldest_pending
+SELECT topic, min(coalesce(run_at, created_at)) AS since
+FROM tasks
+WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
+GROUP BY topic;
+
+-- How many tasks ended (done, failed, cancelled) since :since, by how, per topic.
+-- name: stats_endings
+SELECT topic, to_status AS status, count(*) AS count
+FROM events
+WHERE at >= :since AND to_status IN ('done', 'failed', 'cancelled')
+GROUP BY topic, to_status;

@@ -1,0 +1,68 @@
+"""The PostgreSQL store's event log, reports and operator's reads: the backend
+methods behind :class:`~tenure.store.eventlog.EventLog` and
+:class:`~tenure.store.operating.Operating`, each one statement (task_stats: three
+in one read-only snapshot)."""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import Any
+
+from tenure.store.backend import EventPosition, EventRead
+from tenure.store.postgres import rows, statements
+from tenure.store.postgres.rows import Row
+from tenure.store.postgres.schema import Q
+from tenure.store.postgres.statements import Connection
+from tenure.store.types import Event, QueueStats, Report
+
+
+class PostgresLog:
+    """Mixed into :class:`~tenure.store.postgres.PostgresStore`, which provides
+    the connections."""
+
+    def _read(self, query: str, params: dict[str, Any]) -> list[Row]:
+        raise NotImplementedError
+
+    def _count_of(self, query: str, params: dict[str, Any]) -> int:
+        raise NotImplementedError
+
+    def _connection(self) -> AbstractContextManager[Connection]:
+        raise NotImplementedError
+
+    def _event_list(self, after: EventPosition, limit: int) -> EventRead:
+        return rows.event_read(self._read("list_events", rows.event_params(after, limit)))
+
+    def _event_tail(self, before: EventPosition, limit: int) -> list[Event]:
+        params = {"before_xid": str(before[0]), "before_id": before[1], "limit": limit}
+        return [rows.event(row) for row in self._read("tail_events", params)]
+
+    def _task_find(self, pattern: str) -> list[str]:
+        return [row["id"] for row in self._read("find_task_ids", {"pattern": pattern})]
+
+    def _task_events(self, task_id: str) -> list[Event]:
+        return [rows.event(row) for row in self._read("list_task_events", {"task_id": task_id})]
+
+    def _task_stats(self, now: datetime, since: datetime) -> QueueStats:
+        with self._connection() as conn, conn.transaction():  # one snapshot for all three
+            conn.execute(Q["read_only_snapshot"])
+            found = [
+                statements.fetch(conn, "stats_counts", {}),
+                statements.fetch(conn, "stats_oldest_pending", {}),
+                statements.fetch(conn, "stats_endings", {"since": since}),
+            ]
+        return rows.queue_stats(now, since, *found)
+
+    def _report_save(self, report: Report) -> Report | None:
+        found = self._read("report_save", rows.report_params(report))
+        return rows.report(found[0]) if found else None
+
+    def _report_get(self, key: str) -> Report | None:
+        found = self._read("report_get", {"key": key})
+        return rows.report(found[0]) if found else None
+
+    def _report_list(self) -> list[Report]:
+        return [rows.report(row) for row in self._read("report_list", {})]
+
+    def _report_prune(self, older_than: float, now: datetime | None) -> int:
+        return self._count_of("prune_reports", {"older_than": older_than, "now": now})
