@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from datetime import datetime
 
-from tenure.errors import TaskNotFound
+from tenure.errors import InvalidInput, TaskNotFound
 from tenure.store import Store, TaskFilter, UniqueLock
-from tenure.store.types import WorkerInfo
+from tenure.store.operating import DEFAULT_WINDOW
+from tenure.store.types import Event, Page, QueueStats, WorkerInfo
 from tenure.store.validate import status as parse_status
 from tenure.task import Status, Task
 
@@ -28,6 +29,48 @@ class TaskAdmin:
         if task is None:
             raise TaskNotFound(task_id)
         return task
+
+    def resolve(self, id_or_prefix: str) -> Task:
+        """The task whose id is ``id_or_prefix``, or else the one task whose id
+        begins with it; ``TaskNotFound`` if none, ``InvalidInput`` if several."""
+        task = self.store.task_get(id_or_prefix)
+        if task is not None:
+            return task
+        found = self.store.task_find(id_or_prefix)
+        if len(found) > 1:
+            raise InvalidInput("task_id", f"{id_or_prefix!r} begins more than one task's id")
+        if not found:
+            raise TaskNotFound(id_or_prefix)
+        return self.get(found[0])
+
+    def history(self, task_id: str) -> builtins.list[Event]:
+        """The task's events still in the log, oldest first."""
+        return self.store.task_events(task_id)
+
+    def stats(self, *, window: float = DEFAULT_WINDOW) -> QueueStats:
+        """The queue at a glance (see :meth:`~tenure.store.Store.task_stats`)."""
+        return self.store.task_stats(window=window)
+
+    def page(
+        self,
+        filters: TaskFilter | None = None,
+        *,
+        cursor: str | None = None,
+        limit: int = 50,
+        newest_first: bool = True,
+    ) -> Page:
+        """One page of matching tasks, newest first unless told otherwise; its
+        ``cursor`` resumes after it."""
+        return self.store.task_list(filters, cursor=cursor, limit=limit, newest_first=newest_first)
+
+    def purge(
+        self, statuses: Collection[Status | str], older_than: float, *, batch: int = 1000
+    ) -> Iterator[int]:
+        """Delete the tasks in ``statuses`` (done, failed, cancelled) that finished
+        more than ``older_than`` seconds ago, a batch at a time; yields how many
+        each batch deleted, for a progress bar."""
+        while deleted := self.store.task_prune(older_than, limit=batch, statuses=statuses):
+            yield deleted
 
     def list(
         self,
