@@ -46,8 +46,8 @@ class InvalidInput(TenureError, ValueError):
 class TaskNotFound(TenureError, LookupError):
     """No task has the given id."""
 
-    def __init__(self, task_id: str) -> None:
-        super().__init__(f"no task with id {task_id!r}")
+    def __init__(self, task_id: str, where: str | None = None) -> None:
+        super().__init__(f"no task with id {task_id!r}" + (f" in {where}" if where else ""))
         self.task_id = task_id
 
 

@@ -21,7 +21,7 @@ def test_cli_lists_shows_cancels_and_retries(
     assert main(["--url", url, "migrate"]) == 0
     assert main(["--url", url, "tasks", "--status", "pending"]) == 0
     assert task.id in capsys.readouterr().out
-    assert main(["--url", url, "show", task.id]) == 0
+    assert main(["--url", url, "show", task.id, "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["data"] == {"to": "a"}
     assert shown["status"] == "pending"

@@ -18,14 +18,14 @@ from typing import NoReturn, cast
 
 from tenure import __version__
 from tenure.admin import TaskAdmin
-from tenure.cli import commands, serve, settings
+from tenure.cli import commands, serve, settings, tasks
 from tenure.cli import events as event_commands
-from tenure.cli.output import console, error, short_id, task_json, task_table
+from tenure.cli.output import console, error, task_json, task_table
 from tenure.errors import ConfigError, InvalidInput, TenureError
 from tenure.loading import AppImportError
 from tenure.store import open_store
 
-__all__ = ["console", "main", "short_id", "task_json", "task_table"]
+__all__ = ["console", "main", "task_json", "task_table"]
 
 USAGE, FAILURE = 2, 1
 
@@ -99,6 +99,7 @@ def build_parser() -> Parser:
     url_too.add_argument("--url", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     layered = [parser, *serve.add(subcommands, url_too)]
     commands.add(subcommands, url_too)
+    tasks.add(subcommands, url_too)
     event_commands.add(subcommands, url_too)
     _add_completion(subcommands, parser)
     settings.apply(layered)

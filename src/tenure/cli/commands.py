@@ -1,21 +1,26 @@
-"""The ``tenure`` commands that read or change the store: list, show, cancel and
-retry tasks; list workers and unique locks; migrate the schema. They go through
-:class:`~tenure.admin.TaskAdmin`, the service the HTTP API will share."""
+"""The ``tenure`` commands about the store as a whole: workers, unique locks,
+stats, periodic schedules, and migrating the schema. They go through
+:class:`~tenure.admin.TaskAdmin`, the service the HTTP API shares."""
 
 from __future__ import annotations
 
 import argparse
-import json
+import dataclasses
 from collections.abc import Callable
+from datetime import datetime, timedelta
 
 from rich import box
+from rich.markup import escape
 from rich.table import Table
 
 from tenure.admin import TaskAdmin
-from tenure.cli.output import console, error, task_json, task_table
-from tenure.errors import TaskNotFound
+from tenure.app import load_app
+from tenure.cli.output import STATUS_STYLE, console, print_json
+from tenure.cli.parsing import duration, where
+from tenure.maintenance.periodic import Periodic
 from tenure.store.migrate import migrate_store, migration_sql
-from tenure.store.url import describe_url, resolve_url
+from tenure.store.types import QueueStats
+from tenure.task import Status
 
 Run = Callable[[TaskAdmin, argparse.Namespace], int]
 
@@ -35,21 +40,16 @@ def add(
             formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         )
         parser.set_defaults(run=run)
+        parser.add_argument("--json", action="store_true", help="print JSON")
         return parser
 
     command("workers", "list live workers", _workers)
     command("locks", "list held unique locks", _locks)
+    stats = command("stats", "the queue at a glance: counts, waits, throughput, workers", _stats)
+    stats.add_argument("--window", type=duration, default=300.0, help="throughput over this")
+    periodic = command("periodic", "list an App's periodic tasks and their ticks", _periodic)
+    periodic.add_argument("--app", required=True, help="module:attribute of your tenure.App")
     _add_migrate(subcommands, url_too)
-    tasks = command("tasks", "list tasks", _list)
-    tasks.add_argument("--status", help="pending, running, snoozed, done, failed or cancelled")
-    tasks.add_argument("--topic", help="only tasks of this topic")
-    tasks.add_argument("--group", help="only tasks of this group id")
-    tasks.add_argument("--limit", type=int, default=50, help="most tasks shown")
-    command("show", "show one task as JSON", _show).add_argument("task_id", help="the task's id")
-    command("cancel", "cancel a task", _cancel).add_argument("task_id", help="the task's id")
-    command("retry", "retry a failed or cancelled task", _retry).add_argument(
-        "task_id", help="the task's id"
-    )
 
 
 def _add_migrate(
@@ -73,17 +73,15 @@ def _add_migrate(
     migrate.set_defaults(run=None, serve=_migrate)
 
 
-def where(args: argparse.Namespace) -> str:
-    """The store a command used, as the user should read it (absolute SQLite path,
-    no password): a relative SQLite URL names a different file in each folder."""
-    return describe_url(resolve_url(args.url))
-
-
-def _workers(admin: TaskAdmin, _: argparse.Namespace) -> int:
+def _workers(admin: TaskAdmin, args: argparse.Namespace) -> int:
+    workers = admin.workers()
+    if args.json:
+        print_json([dataclasses.asdict(info) for info in workers])
+        return 0
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for column in ("id", "topics", "pool", "held", "started", "last seen"):
         table.add_column(column, no_wrap=True)
-    for info in admin.workers():
+    for info in workers:
         table.add_row(
             info.id,
             ",".join(info.topics),
@@ -96,11 +94,15 @@ def _workers(admin: TaskAdmin, _: argparse.Namespace) -> int:
     return 0
 
 
-def _locks(admin: TaskAdmin, _: argparse.Namespace) -> int:
+def _locks(admin: TaskAdmin, args: argparse.Namespace) -> int:
+    locks = admin.locks()
+    if args.json:
+        print_json([dataclasses.asdict(lock) for lock in locks])
+        return 0
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for column in ("key", "task", "lock", "since", "expires"):
         table.add_column(column, no_wrap=True)
-    for lock in admin.locks():
+    for lock in locks:
         table.add_row(
             lock.key[:16],
             lock.task_id,
@@ -129,27 +131,82 @@ def _migrate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _list(admin: TaskAdmin, args: argparse.Namespace) -> int:
-    tasks = admin.list(status=args.status, topic=args.topic, group_id=args.group, limit=args.limit)
-    console.print(task_table(tasks, short=False, caption=f"{len(tasks)} tasks in {where(args)}"))
+def _stats(admin: TaskAdmin, args: argparse.Namespace) -> int:
+    stats = admin.stats(window=args.window)
+    alive = len(admin.workers())
+    if args.json:
+        print_json(stats_json(stats, alive))
+        return 0
+    table = Table(caption=f"{where(args)} at {stats.at:%H:%M:%S}", box=box.SIMPLE_HEAD)
+    table.add_column("topic", no_wrap=True)
+    for status in Status:
+        table.add_column(status.value, justify="right", style=STATUS_STYLE[status])
+    table.add_column("oldest waiting", justify="right")
+    table.add_column(f"ended/min ({args.window:g} s)", justify="right")
+    for topic in sorted(stats.counts.keys() | stats.endings.keys()):
+        counts = stats.counts.get(topic, {})
+        ended = sum(stats.endings.get(topic, {}).values())
+        waiting = stats.oldest_pending.get(topic)
+        table.add_row(
+            escape(topic),
+            *(str(counts.get(status, 0)) for status in Status),
+            "" if waiting is None else _age((stats.at - waiting).total_seconds()),
+            f"{ended * 60 / args.window:.1f}",
+        )
+    console.print(table)
+    console.print(f"{alive} workers alive")
     return 0
 
 
-def _show(admin: TaskAdmin, args: argparse.Namespace) -> int:
-    try:
-        task = admin.get(args.task_id)
-    except TaskNotFound:
-        error(f"no task with id {args.task_id!r} in {where(args)}")
-        return 1
-    console.print_json(json.dumps(task_json(task)))
+def stats_json(stats: QueueStats, workers_alive: int) -> dict[str, object]:
+    """The queue at a glance as JSON (the CLI's and the HTTP API's)."""
+    return {
+        "at": stats.at.isoformat(),
+        "since": stats.since.isoformat(),
+        "counts": {t: {s.value: n for s, n in c.items()} for t, c in stats.counts.items()},
+        "oldest_pending": {t: m.isoformat() for t, m in stats.oldest_pending.items()},
+        "endings": {t: {s.value: n for s, n in c.items()} for t, c in stats.endings.items()},
+        "workers_alive": workers_alive,
+    }
+
+
+def _age(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f}{unit}"
+    return f"{seconds:.1f}s"
+
+
+def _periodic(admin: TaskAdmin, args: argparse.Namespace) -> int:
+    periodics = load_app(args.app).periodics
+    now = admin.store.clock_now()
+    rows = []
+    for periodic in periodics:
+        last = admin.store.task_last_id(periodic.id_prefix)
+        upcoming = next(periodic.ticks(now, now + timedelta(days=400)), None)
+        rows.append((periodic, upcoming, last))
+    if args.json:
+        print_json([_periodic_json(p, n, last) for p, n, last in rows])
+        return 0
+    table = Table(caption=f"{len(rows)} periodic tasks", box=box.SIMPLE_HEAD, pad_edge=False)
+    for column in ("name", "schedule", "task", "next tick", "last enqueued"):
+        table.add_column(column, no_wrap=True)
+    for periodic, upcoming, last in rows:
+        cells = (periodic.name, str(periodic.schedule), periodic.function.name)
+        table.add_row(*map(escape, cells), _when(upcoming), escape(last or "never"))
+    console.print(table)
     return 0
 
 
-def _cancel(admin: TaskAdmin, args: argparse.Namespace) -> int:
-    console.print(task_table([admin.cancel(args.task_id)]))
-    return 0
+def _periodic_json(periodic: Periodic, upcoming: datetime | None, last: str | None) -> object:
+    return {
+        "name": periodic.name,
+        "schedule": periodic.schedule,
+        "task": periodic.function.name,
+        "next_tick": None if upcoming is None else upcoming.isoformat(),
+        "last_task_id": last,
+    }
 
 
-def _retry(admin: TaskAdmin, args: argparse.Namespace) -> int:
-    console.print(task_table([admin.retry(args.task_id)]))
-    return 0
+def _when(moment: datetime | None) -> str:
+    return "" if moment is None else f"{moment:%Y-%m-%d %H:%M:%S}"

@@ -114,14 +114,19 @@ def _print_listing(events: list[Event], as_json: bool, caption: str, cursor: str
     if as_json:
         _print_stream(events, as_json=True)
         return
+    console.print(event_rows(events, caption))
+    if cursor is not None:
+        console.print(f"[dim]to go on: tenure events --after {cursor} [--follow][/dim]")
+
+
+def event_rows(events: list[Event], caption: str) -> Table:
+    """A table of events, one row each."""
     table = Table(caption=caption, box=box.SIMPLE_HEAD, pad_edge=False)
     for column in ("cursor", "at", "task", "topic", "name", "transition", "att", "owner"):
         table.add_column(column, no_wrap=True)
     for event in events:
         table.add_row(*_cells(event))
-    console.print(table)
-    if cursor is not None:
-        console.print(f"[dim]to go on: tenure events --after {cursor} [--follow][/dim]")
+    return table
 
 
 def _print_stream(events: Iterable[Event], as_json: bool) -> None:

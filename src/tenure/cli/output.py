@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from tenure.task import Task
@@ -43,21 +44,18 @@ def _escape(text: str) -> str:
     return text.replace("[", "\\[")
 
 
-def short_id(task_id: str) -> str:
-    """The distinctive tail of an id: generated ids begin with a shared timestamp."""
-    return task_id if len(task_id) <= 12 else "…" + task_id[-8:]
+def print_json(value: object) -> None:
+    """``value`` as indented JSON on stdout, plain (no colour), for scripts."""
+    print(json.dumps(value, indent=2, default=str))
 
 
 def task_table(
-    tasks: Sequence[Task],
-    title: str | None = None,
-    *,
-    short: bool = True,
-    caption: str | None = None,
+    tasks: Sequence[Task], title: str | None = None, *, caption: str | None = None
 ) -> Table:
-    """A rich table of tasks, one row each."""
+    """A rich table of tasks, one row each, with whole ids (any can be passed
+    back to another command)."""
     table = Table(title=title, caption=caption, box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column("id", no_wrap=True, min_width=9 if short else 36)
+    table.add_column("id", no_wrap=True)
     for column in ("topic", "name"):
         table.add_column(column, no_wrap=True, overflow="ellipsis", min_width=8)
     table.add_column("status", no_wrap=True, min_width=9)
@@ -68,14 +66,14 @@ def task_table(
     for task in tasks:
         style = STATUS_STYLE[task.status]
         table.add_row(
-            short_id(task.id) if short else task.id,
-            task.topic,
-            task.name,
+            escape(task.id),
+            escape(task.topic),
+            escape(task.name),
             f"[{style}]{task.status}[/{style}]",
             str(task.priority),
             f"{task.attempts}/{task.max_attempts}",
-            task.assignee or "",
-            "" if task.result is None else json.dumps(task.result),
+            escape(task.assignee or ""),
+            escape("" if task.result is None else json.dumps(task.result)),
         )
     return table
 

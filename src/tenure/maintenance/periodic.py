@@ -65,8 +65,13 @@ class Periodic:
             yield datetime.fromtimestamp(at, UTC)
             n += 1
 
+    @property
+    def id_prefix(self) -> str:
+        """What the id of each of its tasks begins with."""
+        return f"periodic:{self.name}:"
+
     def task_id(self, tick: datetime) -> str:
-        return f"periodic:{self.name}:{tick.astimezone(UTC).isoformat(timespec='seconds')}"
+        return f"{self.id_prefix}{tick.astimezone(UTC).isoformat(timespec='seconds')}"
 
 
 class PeriodicEnqueuer:

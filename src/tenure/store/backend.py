@@ -137,6 +137,9 @@ class Backend(ABC):
     def _task_find(self, pattern: str) -> list[str]: ...
 
     @abstractmethod
+    def _task_last_id(self, pattern: str) -> str | None: ...
+
+    @abstractmethod
     def _task_events(self, task_id: str) -> list[Event]: ...
 
     @abstractmethod

@@ -40,6 +40,10 @@ class PostgresLog:
     def _task_find(self, pattern: str) -> list[str]:
         return [row["id"] for row in self._read("find_task_ids", {"pattern": pattern})]
 
+    def _task_last_id(self, pattern: str) -> str | None:
+        found: str | None = self._read("last_task_id", {"pattern": pattern})[0]["id"]
+        return found
+
     def _task_events(self, task_id: str) -> list[Event]:
         return [rows.event(row) for row in self._read("list_task_events", {"task_id": task_id})]
 

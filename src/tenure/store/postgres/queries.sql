@@ -678,6 +678,10 @@ LIMIT %(limit)s::bigint;
 -- name: find_task_ids
 SELECT id FROM tasks WHERE id LIKE %(pattern)s::text ESCAPE '\' ORDER BY id LIMIT 2;
 
+-- The greatest id that begins with :prefix (pattern as for find_task_ids).
+-- name: last_task_id
+SELECT max(id) AS id FROM tasks WHERE id LIKE %(pattern)s::text ESCAPE '\';
+
 -- One task's events, in the order they were written (walks events_by_task).
 -- name: list_task_events
 SELECT xid::text AS xid_text, id, task_id, topic, name, from_status, to_status, attempt,

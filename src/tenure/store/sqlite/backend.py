@@ -388,6 +388,10 @@ class SQLiteStore(Watching, Store):
         with self._use() as conn:
             return eventlog.find_task_ids(conn, pattern)
 
+    def _task_last_id(self, pattern: str) -> str | None:
+        found: str | None = self._read("last_task_id", {"pattern": pattern})[0]["id"]
+        return found
+
     def _task_events(self, task_id: str) -> list[Event]:
         with self._use() as conn:
             return eventlog.task_events(conn, task_id)

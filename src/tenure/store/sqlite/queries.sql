@@ -517,6 +517,10 @@ SELECT * FROM events WHERE id < :before ORDER BY id DESC LIMIT :limit;
 -- name: find_task_ids
 SELECT id FROM tasks WHERE id LIKE :pattern ESCAPE '\' ORDER BY id LIMIT 2;
 
+-- The greatest id that begins with :prefix (pattern as for find_task_ids).
+-- name: last_task_id
+SELECT max(id) AS id FROM tasks WHERE id LIKE :pattern ESCAPE '\';
+
 -- One task's events, in the order they were written (walks events_by_task).
 -- name: list_task_events
 SELECT * FROM events WHERE task_id = :task_id ORDER BY id;

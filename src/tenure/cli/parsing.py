@@ -1,0 +1,62 @@
+"""Reading the command line's values: durations (``7d``), moments (``2h`` ago or an
+ISO time), JSON arguments, and the store a command is about, as people write
+and read them. A bad value is a usage mistake: argparse's one line, exit 2."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from tenure.store.url import describe_url, resolve_url
+
+UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
+
+
+def duration(text: str) -> float:
+    """Seconds from ``90``, ``90s``, ``15m``, ``12h``, ``7d`` or ``2w``."""
+    found = _DURATION.match(text.lower())
+    if found is None:
+        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (e.g. 30s, 15m, 12h, 7d)")
+    return float(found.group(1)) * UNITS[found.group(2) or "s"]
+
+
+def moment(text: str) -> datetime:
+    """A time: that long ago (``2h``, ``3d``) or an ISO 8601 time (UTC unless it
+    says otherwise)."""
+    if _DURATION.match(text.lower()):
+        return datetime.now(UTC) - timedelta(seconds=duration(text))
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not a time: {text!r} (2h or 3d ago, or 2026-11-23T08:00:00)"
+        ) from None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
+def json_value(kind: type[list[Any]] | type[dict[str, Any]]) -> Callable[[str], Any]:
+    """A converter for a JSON argument that must be a ``kind`` (array or object)."""
+    what = "array" if kind is list else "object"
+
+    def convert(text: str) -> Any:
+        try:
+            value = json.loads(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"not valid JSON: {exc}") from None
+        if not isinstance(value, kind):
+            raise argparse.ArgumentTypeError(f"must be a JSON {what}, not {text!r}")
+        return value
+
+    convert.__name__ = f"JSON {what}"
+    return convert
+
+
+def where(args: argparse.Namespace) -> str:
+    """The store a command used, as the user should read it (absolute SQLite path,
+    no password): a relative SQLite URL names a different file in each folder."""
+    return describe_url(resolve_url(args.url))

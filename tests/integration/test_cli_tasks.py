@@ -1,0 +1,168 @@
+"""The task commands (enqueue, tasks, show, retry, cancel, purge) and the store
+commands (stats, workers, locks, periodic) on SQLite and PostgreSQL: what they
+print, as tables and JSON, and one line and the right exit code per mistake."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from tenure import Status, Store
+from tenure.cli import main
+from tenure.store import NewTask
+from tests.conformance.support import reach
+
+APP = "tests.apps.basic:app"
+
+
+def out_json(capsys: pytest.CaptureFixture[str]) -> Any:
+    return json.loads(capsys.readouterr().out)
+
+
+def one_line(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    return err
+
+
+def test_enqueue_by_registered_name_or_as_an_operator(
+    store: Store, store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["enqueue", "tests.apps.basic.add", "--url", store_url, "--args", "[1, 2]"]
+    assert main([*argv, "--app", APP, "--priority", "5", "--group", "g", "--json"]) == 0
+    made = out_json(capsys)
+    assert (made["topic"], made["priority"], made["group_id"]) == ("basic", 5, "g")
+    assert made["data"] == {"args": [1, 2], "kwargs": {}}
+    assert main([*argv, "--topic", "ops", "--delay", "1h"]) == 0
+    printed = capsys.readouterr().out.strip()
+    task = store.task_get(printed)  # stdout is the id, for scripts
+    assert task is not None and task.topic == "ops" and task.run_at is not None
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        (["--args", "{1"], "--args: not valid JSON"),
+        (["--args", '{"a": 1}'], "must be a JSON array"),
+        (["--kwargs", "[1]"], "must be a JSON object"),
+        (["--app", APP, "--args", "[1]"], "do not fit"),
+        (["--app", APP, "--topic", "t"], "--topic"),
+        (["--delay", "soon"], "not a duration"),
+    ],
+)
+def test_enqueue_mistakes_are_one_line_and_exit_2(
+    store_url: str, capsys: pytest.CaptureFixture[str], extra: list[str], says: str
+) -> None:
+    assert main(["enqueue", "tests.apps.basic.add", "--url", store_url, *extra]) == 2
+    assert says in one_line(capsys)
+
+
+def test_an_unregistered_name_with_an_app_is_refused(
+    store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["enqueue", "nope", "--url", store_url, "--app", APP]) == 2
+    assert "no task named 'nope' is registered" in one_line(capsys)
+
+
+def test_tasks_lists_newest_first_with_filters_and_pages(
+    store: Store, store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for n in range(5):
+        store.task_create(NewTask(topic="a" if n % 2 else "b", name="n", id=f"t-{n}"))
+    argv = ["tasks", "--url", store_url, "--json"]
+    assert main([*argv, "--limit", "2"]) == 0
+    first = out_json(capsys)
+    assert [t["id"] for t in first["tasks"]] == ["t-4", "t-3"]
+    assert main([*argv, "--limit", "2", "--after", first["cursor"]]) == 0
+    assert [t["id"] for t in out_json(capsys)["tasks"]] == ["t-2", "t-1"]
+    assert main([*argv, "--topic", "a", "--oldest-first"]) == 0
+    assert [t["id"] for t in out_json(capsys)["tasks"]] == ["t-1", "t-3"]
+    assert main(["tasks", "--url", store_url, "--limit", "2"]) == 0
+    table = capsys.readouterr().out
+    assert "t-4" in table and "t-2" not in table and "--after" in table
+
+
+def test_show_takes_a_unique_prefix_and_shows_error_and_history(
+    store: Store, store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    failed, _ = reach(store, Status.FAILED)
+    assert main(["show", failed.id[:-4], "--url", store_url]) == 0
+    shown = capsys.readouterr().out
+    assert failed.id in shown and "ValueError" in shown and "new → pending" in shown
+    assert main(["show", failed.id, "--url", store_url, "--json"]) == 0
+    data = out_json(capsys)
+    assert [e["kind"] for e in data["events"]] == ["created", "running", "failed"]
+    store.task_create(NewTask(topic="t", name="n", id="dup-1"))
+    store.task_create(NewTask(topic="t", name="n", id="dup-2"))
+    assert main(["show", "dup-", "--url", store_url]) == 2
+    assert "begins more than one task's id" in one_line(capsys)
+    assert main(["show", "nothing", "--url", store_url]) == 1
+    assert "no task with id 'nothing' in" in one_line(capsys)
+
+
+def test_retry_and_cancel_by_ids_and_by_filter(
+    store: Store, store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    failed = [reach(store, Status.FAILED)[0] for _ in range(3)]
+    pending = store.task_create(NewTask(topic="t", name="n"))
+    assert main(["cancel", pending.id, "--url", store_url]) == 0
+    assert pending.id in capsys.readouterr().out
+    # By filter: asked first; without a terminal, nothing is done without --yes.
+    by_filter = ["retry", "--url", store_url, "--status", "failed"]
+    assert main(by_filter) == 2
+    assert "add --yes" in one_line(capsys)
+    assert all(store.task_get(t.id).status is Status.FAILED for t in failed)  # type: ignore[union-attr]
+    assert main([*by_filter, "--yes"]) == 0
+    assert "retried 3 tasks" in capsys.readouterr().out
+    assert all(store.task_get(t.id).status is Status.PENDING for t in failed)  # type: ignore[union-attr]
+    # A refused change is counted, named, and fails the command.
+    assert main(["retry", pending.id, failed[0].id, "--url", store_url]) == 1
+    captured = capsys.readouterr()
+    assert "retried 1 tasks, 1 refused" in captured.out and failed[0].id in captured.err
+    assert main(["retry", "--url", store_url]) == 2  # neither ids nor filters
+
+
+def test_purge_deletes_old_finished_tasks_of_the_statuses_given(
+    store: Store, store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    done, _ = reach(store, Status.DONE)
+    failed, _ = reach(store, Status.FAILED)
+    argv = ["purge", "--url", store_url, "--status", "done", "--older-than", "0s"]
+    assert main(argv) == 2  # no terminal to ask on
+    assert main([*argv, "--yes"]) == 0
+    assert "deleted 1 done tasks" in capsys.readouterr().out
+    assert store.task_get(done.id) is None and store.task_get(failed.id) is not None
+    assert main(["purge", "--url", store_url, "--status", "pending", "--older-than", "1d"]) == 2
+
+
+def test_stats_match_the_store(
+    store: Store, store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    reach(store, Status.DONE)
+    for _ in range(2):
+        store.task_create(NewTask(topic="waiting", name="n"))
+    assert main(["stats", "--url", store_url, "--json"]) == 0
+    stats = out_json(capsys)
+    assert stats["counts"] == {"reach-done": {"done": 1}, "waiting": {"pending": 2}}
+    assert stats["endings"] == {"reach-done": {"done": 1}}
+    assert set(stats["oldest_pending"]) == {"waiting"} and stats["workers_alive"] == 0
+    assert main(["stats", "--url", store_url]) == 0
+    table = capsys.readouterr().out
+    assert "waiting" in table and "0 workers alive" in table
+
+
+def test_workers_locks_and_periodic_print_json(
+    store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for command in ("workers", "locks"):
+        assert main([command, "--url", store_url, "--json"]) == 0
+        assert out_json(capsys) == []
+    argv = ["periodic", "--url", store_url, "--app", "tests.apps.periodic:app"]
+    assert main([*argv, "--json"]) == 0
+    [tick] = out_json(capsys)
+    assert tick["schedule"] == "* * * * * *" and tick["last_task_id"] is None
+    assert tick["next_tick"] is not None
+    assert main(argv) == 0
+    assert "never" in capsys.readouterr().out
