@@ -2,11 +2,12 @@
 
 It measures what a user of tenure feels, on each store of this machine:
 enqueue throughput, how fast real worker processes drain a backlog, how long an
-idle worker takes to pick a new task up, whether a long history slows reserving
-down, and, for context, what the database itself manages for the same kind of
-write. :mod:`benchmarks.suite.runner` runs it; every other module measures one
-thing. It lives beside the package, never in it: the wheel is the library, and
-the suite, its SQL and its results are for the people who work on tenure.
+idle worker takes to pick a new task up, how soon a follower in another process
+hears of a commit, whether a long history slows reserving down, and, for
+context, what the database itself manages for the same kind of write.
+:mod:`benchmarks.suite.runner` runs it; every other module measures one thing.
+It lives beside the package, never in it: the wheel is the library, and the
+suite, its SQL and its results are for the people who work on tenure.
 """
 
 from __future__ import annotations

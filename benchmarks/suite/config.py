@@ -20,6 +20,13 @@ class Sizes:
     """Tasks enqueued one at a time to an idle worker..."""
     pickup_gap: float = 0.02
     """...this many seconds apart."""
+    follow: int = 500
+    """Tasks enqueued one at a time while another process follows the event log..."""
+    follow_gap: float = 0.003
+    """...this many seconds apart: a pace that measures latency, not throughput."""
+    follow_backlog: int = 60_000
+    """Tasks a worker drains while the follow latency is measured again (it must
+    outlast the enqueues, so that the worker is busy from the first to the last)."""
     histories: tuple[int, ...] = (10_000, 1_000_000)
     """Finished tasks in the store while reserve is timed."""
     reserve_calls: int = 500
@@ -36,6 +43,8 @@ QUICK = Sizes(
     enqueue_bulk=1_000,
     drain=500,
     pickup=20,
+    follow=50,
+    follow_backlog=5_000,
     histories=(1_000, 10_000),
     reserve_calls=50,
     limit_seconds=0.5,

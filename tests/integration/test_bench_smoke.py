@@ -15,6 +15,8 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 
+FOLLOW = ("p50", "p90", "p99", "max", "delivered")
+
 EXPECTED = {
     "enqueue.single",
     "enqueue.bulk",
@@ -23,6 +25,7 @@ EXPECTED = {
     "pickup.p50",
     "pickup.p95",
     "pickup.p99",
+    *(f"{run}.{name}" for run in ("follow", "follow_busy") for name in FOLLOW),
     "reserve.history_1000",
     "reserve.history_10000",
     "limit.single",
@@ -61,6 +64,12 @@ def test_quick_run_on_sqlite_writes_every_measurement(tmp_path: Path) -> None:
         assert result["unit"]
     growth = next(r for r in results if r["key"] == "memory.growth")["params"]
     assert growth["tasks"] == 20_000 and growth["readings"][-1][0] == 20_000
+    follow = {r["key"]: r for r in results if r["key"].startswith("follow")}
+    for run in ("follow", "follow_busy"):
+        # Every enqueued task's event reached the follower process (its speed is
+        # the benchmark's figure, not a test's assertion).
+        delivered = follow[f"{run}.delivered"]
+        assert delivered["median"] == delivered["params"]["tasks"]
     assert "median of 1 run (min-max)" in done.stdout
     assert f"JSON written to {output}" in done.stdout
 
