@@ -25,7 +25,6 @@ from rich.table import Table
 
 from examples.demo_tasks import app, resize, upload
 from tenure import Event, Status
-from tenure.cli.output import short_id
 from tenure.store import TaskFilter
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -123,7 +122,7 @@ def summarize(group: str, elapsed: float, victim_pid: int, killed_at: datetime |
     histories += [("a task worker B held when it died", i) for i in sorted(recovered)[:1]]
     names = {victim: "B"} if victim else {}
     for title, task_id in histories:
-        console.print(f"{title} ({short_id(task_id)}):")
+        console.print(f"{title} ({task_id}):")
         for event in (e for e in events if e.task_id == task_id):
             who = names.get(event.owner or "", "A" if event.owner else "-")
             console.print(

@@ -67,12 +67,17 @@ class Options:
     postgres_url: str | None = None
     """The server where a throwaway database is created (and dropped); default
     ``$TENURE_BENCH_POSTGRES_URL``, else the local server."""
+    only: Sequence[str] = ()
+    """The measurements to make, by module name (``drain``, ``enqueue`` …); all
+    when empty."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line; returns the process exit code."""
     args = _parser().parse_args(argv)
-    options = Options(args.stores, args.quick, args.repeat, args.output, args.postgres_url)
+    options = Options(
+        args.stores, args.quick, args.repeat, args.output, args.postgres_url, args.only
+    )
     try:
         run(options)
     except TenureError as exc:
@@ -96,6 +101,12 @@ def _parser() -> argparse.ArgumentParser:
         help=f"comma-separated, some of {', '.join(STORES)} (default: all)",
     )
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    parser.add_argument(
+        "--only",
+        type=_csv,
+        default=[],
+        help=f"comma-separated, some of {', '.join(_name(m) for m in MEASUREMENTS)} (default: all)",
+    )
     parser.add_argument("--repeat", type=int, default=3, help="runs of each measurement (3)")
     parser.add_argument(
         "--output",
@@ -108,6 +119,10 @@ def _parser() -> argparse.ArgumentParser:
         help="server for a throwaway database (default: $TENURE_BENCH_POSTGRES_URL, else local)",
     )
     return parser
+
+
+def _name(measure: Measurement) -> str:
+    return measure.__module__.rsplit(".", 1)[-1]
 
 
 def _csv(text: str) -> list[str]:
@@ -126,7 +141,8 @@ def run(options: Options, console: Console | None = None) -> dict[str, Any]:
         plan = Plan(sizes, options.repeat, say=_teller(progress, name))
         with _target(name, options.postgres_url or _postgres_url()) as target:
             before = {"load_average": os.getloadavg(), "fsync_ms": machine.fsync_ms()}
-            results[name] = [metric for measure in MEASUREMENTS for metric in measure(target, plan)]
+            chosen = [m for m in MEASUREMENTS if not options.only or _name(m) in options.only]
+            results[name] = [metric for measure in chosen for metric in measure(target, plan)]
             document["stores"][name] = {
                 **target.facts(),
                 "before": before,
@@ -155,6 +171,9 @@ def _check(options: Options) -> None:
     unknown = set(options.stores) - set(STORES)
     if unknown or not options.stores:
         raise ConfigError(f"--stores takes some of {', '.join(STORES)}, not {sorted(unknown)}")
+    names = [_name(m) for m in MEASUREMENTS]
+    if unknown := set(options.only) - set(names):
+        raise ConfigError(f"--only takes some of {', '.join(names)}, not {sorted(unknown)}")
 
 
 def _header(options: Options, sizes: Sizes) -> dict[str, Any]:

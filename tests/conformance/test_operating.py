@@ -90,3 +90,16 @@ def test_stats_count_per_topic_and_status_and_the_recent_endings(store: Store) -
     assert stats.since == stats.at - timedelta(seconds=60)
     with pytest.raises(InvalidInput):
         store.task_stats(window=0)
+
+
+def test_counts_follow_deletes_and_totals_count_every_entry(store: Store) -> None:
+    for _ in range(2):
+        reach(store, Status.DONE)
+    store.tally_fold()
+    totals = store.task_transition_totals()
+    assert totals["reach-done"] == {Status.PENDING: 2, Status.RUNNING: 2, Status.DONE: 2}
+    later = store.clock_now() + timedelta(days=8)
+    assert store.task_prune(7 * 86400, now=later) == 2
+    assert store.task_stats().counts == {}  # a deleted task is counted no more
+    store.tally_fold(compact=True)
+    assert store.task_stats().counts == {}

@@ -176,6 +176,10 @@ class StoreMachine(RuleBasedStateMachine):
             with pytest.raises(TenureError):
                 self.store.task_retry(task_id)
 
+    @rule()
+    def fold_tallies(self) -> None:
+        self.store.tally_fold(compact=True)
+
     @invariant()
     def store_matches_model(self) -> None:
         for task_id, model in self.tasks.items():
@@ -183,6 +187,11 @@ class StoreMachine(RuleBasedStateMachine):
             assert task is not None
             assert (task.status, task.attempts) == (model.status, model.attempts), task_id
         assert len(self.store.event_list(limit=10_000)) == self.transitions
+        # The tallies that stats and metrics read agree with the tasks, folded or not.
+        expected: dict[Status, int] = {}
+        for model in self.tasks.values():
+            expected[model.status] = expected.get(model.status, 0) + 1
+        assert self.store.task_stats().counts == ({"t": expected} if expected else {})
 
 
 def test_store_follows_the_model(

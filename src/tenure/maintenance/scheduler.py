@@ -6,7 +6,8 @@ Each cycle (every ``interval`` seconds, 1 s by default), if this process leads:
    tasks) and wake snoozed tasks whose snooze is over (also halfway between
    cycles, so recovery takes at most one lease time plus one cycle);
 2. enqueue due periodic tasks, once per tick;
-3. run due observer queries and save their reports, once per slot;
+3. run due observer queries and save their reports, once per slot, and fold
+   the task tallies that stats and metrics read;
 4. every ``prune_every`` seconds: delete finished tasks, events and reports
    older than the retention (7 days by default), forget workers silent for long, expire
    unique locks past their time to live (a lock's own task gives it up in the
@@ -83,6 +84,7 @@ class Scheduler:
         prune_every: float = 60.0,
         worker_silence: float = 300.0,
         clock: Callable[[], float] = time.monotonic,
+        on_cycle: Callable[[CycleReport], object] | None = None,
     ) -> None:
         self.store = store
         self.interval = interval
@@ -94,6 +96,8 @@ class Scheduler:
         self.prune_every = prune_every
         self.worker_silence = worker_silence
         self.clock = clock
+        self.on_cycle = on_cycle
+        """Told of every cycle led (metrics count the revoked tasks)."""
         self.leadership = Leadership(store, owner, lease_seconds=leader_lease, clock=clock)
         self.supervisor = Supervisor(store, clock=clock)
         self.periodic = PeriodicEnqueuer(periodics or [])
@@ -116,9 +120,12 @@ class Scheduler:
         self._step(report, "supervise", lambda: self._supervise(report))
         self._step(report, "periodic", lambda: self._enqueue(report))
         self._step(report, "observe", lambda: self._observe(report))
+        self._step(report, "tally", self.store.tally_fold)
         if self.clock() >= self._next_prune:
             self._step(report, "prune", lambda: self._prune(report))
             self._next_prune = self.clock() + self.prune_every
+        if self.on_cycle is not None:
+            self.on_cycle(report)
         return report
 
     def _step(self, report: CycleReport, name: str, step: Callable[[], None]) -> None:
@@ -153,6 +160,7 @@ class Scheduler:
         report.pruned_tasks = self.store.task_prune(self.retention, limit=10_000)
         report.pruned_events = self.store.event_prune(self.retention, limit=10_000)
         report.pruned_reports = self.store.report_prune(self.retention)
+        self.store.tally_fold(compact=True)
         report.expired_locks = self.store.unique_lock_prune()
         self.store.worker_prune(self.worker_silence)
         report.analyzed = self.store.statistics_refresh()
@@ -163,6 +171,8 @@ class Scheduler:
         report = CycleReport(leader=self.leadership.is_leader)
         if report.leader:
             self._step(report, "supervise", lambda: self._supervise(report))
+            if self.on_cycle is not None and report.revoked:
+                self.on_cycle(report)
         return report.revoked
 
     def run(self, stop: threading.Event) -> None:

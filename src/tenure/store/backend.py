@@ -143,6 +143,9 @@ class Backend(ABC):
     def _task_events(self, task_id: str) -> list[Event]: ...
 
     @abstractmethod
+    def _task_transition_totals(self) -> dict[str, dict[Status, int]]: ...
+
+    @abstractmethod
     def _task_stats(self, now: datetime, since: datetime) -> QueueStats: ...
 
     @abstractmethod

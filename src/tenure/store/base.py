@@ -338,6 +338,12 @@ class Store(EventLog, Operating):
             raise InvalidInput("statuses", "only done, failed or cancelled tasks are pruned")
         return self._task_prune(older_than, validate.page_limit(limit), now, chosen)
 
+    def tally_fold(self, *, compact: bool = False) -> None:
+        """Fold the tallies' delta rows, and with ``compact`` the minutes older
+        than a day into the totals (the scheduler calls it each cycle, and
+        compacting each prune). Stores that count their tables when asked (SQLite)
+        keep no tallies and do nothing."""
+
     def statistics_refresh(self) -> list[str]:
         """Refresh the planner's statistics of the tables that changed much since
         they were last gathered, where nothing else does it; the tables done.

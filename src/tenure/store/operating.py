@@ -13,6 +13,7 @@ from tenure.errors import InvalidInput
 from tenure.store import validate
 from tenure.store.backend import Backend
 from tenure.store.types import Event, QueueStats
+from tenure.task import Status
 
 DEFAULT_WINDOW = 300.0
 """Seconds of endings counted by :meth:`Operating.task_stats` (the last five minutes)."""
@@ -35,6 +36,12 @@ class Operating(Backend):
     def task_events(self, task_id: str) -> list[Event]:
         """Every event of one task still in the log, oldest first."""
         return self._task_events(validate.text(task_id, "task_id"))
+
+    def task_transition_totals(self) -> dict[str, dict[Status, int]]:
+        """Per topic, how many times tasks entered each status (a creation enters
+        its first): counters for ``rate()``. PostgreSQL tallies them since the
+        schema had them; SQLite counts the events still kept."""
+        return self._task_transition_totals()
 
     def task_stats(self, *, window: float = DEFAULT_WINDOW) -> QueueStats:
         """Tasks per topic and status, the oldest runnable pending task's wait per

@@ -15,6 +15,7 @@ from tenure.store.postgres.rows import Row
 from tenure.store.postgres.schema import Q
 from tenure.store.postgres.statements import Connection
 from tenure.store.types import Event, QueueStats, Report
+from tenure.task import Status
 
 
 class PostgresLog:
@@ -39,6 +40,17 @@ class PostgresLog:
 
     def _task_find(self, pattern: str) -> list[str]:
         return [row["id"] for row in self._read("find_task_ids", {"pattern": pattern})]
+
+    def tally_fold(self, *, compact: bool = False) -> None:
+        """Fold the task tallies' delta rows (see 0008_task_tallies.sql)."""
+        with self._connection() as conn:
+            conn.execute(Q["fold_task_counts"])
+            conn.execute(Q["fold_task_transitions"])
+            if compact:
+                conn.execute(Q["compact_task_transitions"])
+
+    def _task_transition_totals(self) -> dict[str, dict[Status, int]]:
+        return rows.per_topic(self._read("transition_totals", {}))
 
     def _task_last_id(self, pattern: str) -> str | None:
         found: str | None = self._read("last_task_id", {"pattern": pattern})[0]["id"]

@@ -692,21 +692,67 @@ FROM events WHERE task_id = %(task_id)s::text ORDER BY id;
 -- name: read_only_snapshot
 SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY;
 
--- How many tasks each topic has in each status.
+-- How many tasks each topic has in each status: the tallies kept by the
+-- triggers of 0008_task_tallies.sql, summed (a few rows per key at most).
 -- name: stats_counts
-SELECT topic, status, count(*) AS count FROM tasks GROUP BY topic, status;
+SELECT topic, status, sum(n)::bigint AS count
+FROM task_counts
+GROUP BY topic, status
+HAVING sum(n) <> 0;
 
--- Per topic, since when its oldest runnable pending task has waited.
+-- Per topic with pending tasks, since when its oldest runnable one has waited
+-- (the first in creation order: walks tasks_by_status, per topic).
 -- name: stats_oldest_pending
-SELECT topic, min(coalesce(run_at, created_at)) AS since
-FROM tasks
-WHERE status = 'pending' AND (run_at IS NULL OR run_at <= now())
-GROUP BY topic;
+SELECT waiting.topic, oldest.since
+FROM (SELECT topic FROM task_counts WHERE status = 'pending'
+      GROUP BY topic HAVING sum(n) > 0) AS waiting
+CROSS JOIN LATERAL (
+    SELECT coalesce(run_at, created_at) AS since
+    FROM tasks
+    WHERE status = 'pending' AND topic = waiting.topic
+      AND (run_at IS NULL OR run_at <= now())
+    ORDER BY seq
+    LIMIT 1
+) AS oldest;
 
--- How many tasks ended (done, failed, cancelled) since :since, by how, per topic
--- (walks events_by_time).
+-- How many tasks ended (done, failed, cancelled) since :since, by how, per topic:
+-- the tallies by the minute, from the minute :since falls in.
 -- name: stats_endings
-SELECT topic, to_status AS status, count(*) AS count
-FROM events
-WHERE at >= %(since)s::timestamptz AND to_status IN ('done', 'failed', 'cancelled')
-GROUP BY topic, to_status;
+SELECT topic, status, sum(n)::bigint AS count
+FROM task_transitions
+WHERE minute >= date_trunc('minute', %(since)s::timestamptz)
+  AND status IN ('done', 'failed', 'cancelled')
+GROUP BY topic, status;
+
+-- Fold the tallies' delta rows: one row per key for the counts; one per key and
+-- minute for each minute that is over. Writers only append, so folding never
+-- waits on them, and a delta committed meanwhile is folded next time.
+-- name: fold_task_counts
+WITH gone AS (
+    DELETE FROM task_counts RETURNING topic, status, n
+)
+INSERT INTO task_counts (topic, status, n)
+SELECT topic, status, sum(n) FROM gone GROUP BY topic, status HAVING sum(n) <> 0;
+
+-- name: fold_task_transitions
+WITH gone AS (
+    DELETE FROM task_transitions
+    WHERE NOT folded AND minute < date_trunc('minute', now())
+    RETURNING minute, topic, status, n
+)
+INSERT INTO task_transitions (minute, topic, status, n, folded)
+SELECT minute, topic, status, sum(n), true FROM gone GROUP BY minute, topic, status;
+
+-- Minutes older than a day join the total since the start (minute NULL).
+-- name: compact_task_transitions
+WITH gone AS (
+    DELETE FROM task_transitions
+    WHERE minute IS NULL OR minute < now() - interval '1 day'
+    RETURNING topic, status, n
+)
+INSERT INTO task_transitions (minute, topic, status, n, folded)
+SELECT NULL, topic, status, sum(n), true FROM gone GROUP BY topic, status;
+
+-- Per topic, the tasks that entered each status since the tallies began.
+-- name: transition_totals
+SELECT topic, status, sum(n)::bigint AS count FROM task_transitions GROUP BY topic, status;

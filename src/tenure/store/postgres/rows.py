@@ -200,14 +200,17 @@ def queue_stats(
 ) -> QueueStats:
     """``Store.task_stats`` from the rows of stats_counts, stats_oldest_pending and
     stats_endings."""
-    per_topic: dict[str, dict[Status, int]] = {}
-    for row in counts:
-        per_topic.setdefault(row["topic"], {})[Status(row["status"])] = row["count"]
-    ended: dict[str, dict[Status, int]] = {}
-    for row in endings:
-        ended.setdefault(row["topic"], {})[Status(row["status"])] = row["count"]
     oldest = {row["topic"]: _utc(row["since"]) for row in waiting}
-    return QueueStats(now, since, per_topic, {k: v for k, v in oldest.items() if v}, ended)
+    waits = {topic: at for topic, at in oldest.items() if at is not None}
+    return QueueStats(now, since, per_topic(counts), waits, per_topic(endings))
+
+
+def per_topic(found: list[Row]) -> dict[str, dict[Status, int]]:
+    """Rows of (topic, status, count) as counts per topic and status."""
+    counts: dict[str, dict[Status, int]] = {}
+    for row in found:
+        counts.setdefault(row["topic"], {})[Status(row["status"])] = row["count"]
+    return counts
 
 
 def report(row: Row) -> Report:

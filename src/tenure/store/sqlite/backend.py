@@ -396,6 +396,10 @@ class SQLiteStore(Watching, Store):
         with self._use() as conn:
             return eventlog.task_events(conn, task_id)
 
+    def _task_transition_totals(self) -> dict[str, dict[Status, int]]:
+        with self._use() as conn:
+            return eventlog.transition_totals(conn)
+
     def _task_stats(self, now: datetime, since: datetime) -> QueueStats:
         with self._use() as conn:
             return eventlog.task_stats(conn, now, since)

@@ -6,6 +6,7 @@ gives (a write transaction for the writes)."""
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterable
 from datetime import datetime
 
 from tenure.clock import from_epoch, to_epoch
@@ -62,12 +63,20 @@ def task_events(conn: sqlite3.Connection, task_id: str) -> list[Event]:
 
 def task_stats(conn: sqlite3.Connection, now: datetime, since: datetime) -> QueueStats:
     """The queue at a glance, read in one snapshot (one read transaction)."""
-    counts: dict[str, dict[Status, int]] = {}
-    for row in conn.execute(Q["stats_counts"]):
-        counts.setdefault(row["topic"], {})[Status(row["status"])] = row["count"]
+    counts = per_topic(conn.execute(Q["stats_counts"]))
     waiting = conn.execute(Q["stats_oldest_pending"], {"now": to_epoch(now)})
     oldest = {row["topic"]: from_epoch(row["since"]) for row in waiting}
-    endings: dict[str, dict[Status, int]] = {}
-    for row in conn.execute(Q["stats_endings"], {"since": to_epoch(since)}):
-        endings.setdefault(row["topic"], {})[Status(row["status"])] = row["count"]
+    endings = per_topic(conn.execute(Q["stats_endings"], {"since": to_epoch(since)}))
     return QueueStats(now, since, counts, oldest, endings)
+
+
+def transition_totals(conn: sqlite3.Connection) -> dict[str, dict[Status, int]]:
+    return per_topic(conn.execute(Q["transition_totals"]))
+
+
+def per_topic(found: Iterable[sqlite3.Row]) -> dict[str, dict[Status, int]]:
+    """Rows of (topic, status, count) as counts per topic and status."""
+    counts: dict[str, dict[Status, int]] = {}
+    for row in found:
+        counts.setdefault(row["topic"], {})[Status(row["status"])] = row["count"]
+    return counts

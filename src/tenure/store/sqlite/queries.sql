@@ -542,3 +542,10 @@ SELECT topic, to_status AS status, count(*) AS count
 FROM events
 WHERE at >= :since AND to_status IN ('done', 'failed', 'cancelled')
 GROUP BY topic, to_status;
+
+-- Per topic, the tasks that entered each status, from the events still kept
+-- (SQLite keeps no tallies: its tables are counted when asked).
+-- name: transition_totals
+SELECT topic, to_status AS status, count(*) AS count
+FROM events WHERE to_status <> 'report'
+GROUP BY topic, to_status;
