@@ -51,6 +51,10 @@ POSTGRES_ONLY = {
     "analyze_events": "see stale_statistics",
     "listen": "wake-ups by LISTEN/NOTIFY; SQLite watches data_version",
     "listen_events": "see listen",
+    "fold_task_counts": "PostgreSQL keeps tallies (appended by its triggers, folded by the "
+    "scheduler) so stats need not count millions of rows; SQLite counts its table when asked",
+    "fold_task_transitions": "see fold_task_counts",
+    "compact_task_transitions": "see fold_task_counts",
     "read_only_snapshot": "task_stats reads its three statements in one snapshot; SQLite's "
     "are each read on their own (one writer at a time, and nothing waits on them)",
     "lock_migrations": "processes migrating at once take turns on an advisory lock; SQLite's "
