@@ -50,6 +50,8 @@ def test_enqueue_by_registered_name_or_as_an_operator(
         (["--app", APP, "--args", "[1]"], "do not fit"),
         (["--app", APP, "--topic", "t"], "--topic"),
         (["--delay", "soon"], "not a duration"),
+        (["--app", "nosuchmodule:app"], "nosuchmodule"),
+        (["--app", "tests.apps.basic:nothing"], "nothing"),
     ],
 )
 def test_enqueue_mistakes_are_one_line_and_exit_2(
@@ -57,6 +59,17 @@ def test_enqueue_mistakes_are_one_line_and_exit_2(
 ) -> None:
     assert main(["enqueue", "tests.apps.basic.add", "--url", store_url, *extra]) == 2
     assert says in one_line(capsys)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["nosuchcommand"], ["tasks", "--nosuchflag"], ["tasks", "--limit", "many"]],
+)
+def test_command_line_mistakes_are_one_line_and_exit_2(
+    store_url: str, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    assert main(["--url", store_url, *argv]) == 2
+    assert argv[-1] in one_line(capsys)
 
 
 def test_an_unregistered_name_with_an_app_is_refused(

@@ -18,11 +18,12 @@ from typing import NoReturn, cast
 
 from tenure import __version__
 from tenure.admin import TaskAdmin
-from tenure.cli import commands, serve, settings, tasks
+from tenure.cli import commands, http, serve, settings, tasks
 from tenure.cli import events as event_commands
-from tenure.cli.output import console, error, task_json, task_table
+from tenure.cli.output import console, error, task_table
 from tenure.errors import ConfigError, InvalidInput, TenureError
 from tenure.loading import AppImportError
+from tenure.shapes import task_json
 from tenure.store import open_store
 
 __all__ = ["console", "main", "task_json", "task_table"]
@@ -79,9 +80,10 @@ def _report(exc: TenureError) -> int:
     return USAGE if isinstance(exc, ConfigError | InvalidInput) else FAILURE
 
 
-def build_parser() -> Parser:
+def build_parser(*, layered: bool = True) -> Parser:
     """The whole command line, its defaults layered from the environment and
-    ``[tool.tenure]`` (see :mod:`tenure.cli.settings`)."""
+    ``[tool.tenure]`` (see :mod:`tenure.cli.settings`) unless ``layered`` is
+    false (the reference shows the built-in defaults)."""
     parser = Parser(
         prog="tenure",
         description=(__doc__ or "").splitlines()[0],
@@ -97,12 +99,14 @@ def build_parser() -> Parser:
     # --url is accepted after the command too (tenure worker --app m:app --url ...).
     url_too = argparse.ArgumentParser(add_help=False)
     url_too.add_argument("--url", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
-    layered = [parser, *serve.add(subcommands, url_too)]
+    layered_parsers = [parser, *serve.add(subcommands, url_too)]
     commands.add(subcommands, url_too)
     tasks.add(subcommands, url_too)
     event_commands.add(subcommands, url_too)
+    http.add(subcommands, url_too)
     _add_completion(subcommands, parser)
-    settings.apply(layered)
+    if layered:
+        settings.apply(layered_parsers)
     return parser
 
 
@@ -116,7 +120,9 @@ def _add_completion(
         description='Print a completion script: eval "$(tenure completion bash)", or '
         "tenure completion zsh > ~/.zfunc/_tenure.",
     )
-    completion.add_argument("shell", choices=("bash", "zsh", "tcsh"), type=str.lower)
+    completion.add_argument(
+        "shell", choices=("bash", "zsh", "tcsh"), type=str.lower, help="the shell to complete in"
+    )
 
     def print_script(args: argparse.Namespace) -> int:
         import shtab  # noqa: PLC0415 - only this command needs it

@@ -5,7 +5,6 @@ stats, periodic schedules, and migrating the schema. They go through
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
@@ -18,8 +17,8 @@ from tenure.app import load_app
 from tenure.cli.output import STATUS_STYLE, console, print_json
 from tenure.cli.parsing import duration, where
 from tenure.maintenance.periodic import Periodic
+from tenure.shapes import lock_json, stats_json, worker_json
 from tenure.store.migrate import migrate_store, migration_sql
-from tenure.store.types import QueueStats
 from tenure.task import Status
 
 Run = Callable[[TaskAdmin, argparse.Namespace], int]
@@ -76,7 +75,7 @@ def _add_migrate(
 def _workers(admin: TaskAdmin, args: argparse.Namespace) -> int:
     workers = admin.workers()
     if args.json:
-        print_json([dataclasses.asdict(info) for info in workers])
+        print_json([worker_json(info) for info in workers])
         return 0
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for column in ("id", "topics", "pool", "held", "started", "last seen"):
@@ -97,7 +96,7 @@ def _workers(admin: TaskAdmin, args: argparse.Namespace) -> int:
 def _locks(admin: TaskAdmin, args: argparse.Namespace) -> int:
     locks = admin.locks()
     if args.json:
-        print_json([dataclasses.asdict(lock) for lock in locks])
+        print_json([lock_json(lock) for lock in locks])
         return 0
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for column in ("key", "task", "lock", "since", "expires"):
@@ -156,18 +155,6 @@ def _stats(admin: TaskAdmin, args: argparse.Namespace) -> int:
     console.print(table)
     console.print(f"{alive} workers alive")
     return 0
-
-
-def stats_json(stats: QueueStats, workers_alive: int) -> dict[str, object]:
-    """The queue at a glance as JSON (the CLI's and the HTTP API's)."""
-    return {
-        "at": stats.at.isoformat(),
-        "since": stats.since.isoformat(),
-        "counts": {t: {s.value: n for s, n in c.items()} for t, c in stats.counts.items()},
-        "oldest_pending": {t: m.isoformat() for t, m in stats.oldest_pending.items()},
-        "endings": {t: {s.value: n for s, n in c.items()} for t, c in stats.endings.items()},
-        "workers_alive": workers_alive,
-    }
 
 
 def _age(seconds: float) -> str:

@@ -22,8 +22,9 @@ from rich.table import Table
 
 from tenure.cli.output import STATUS_STYLE, console, error
 from tenure.events import Events
+from tenure.shapes import event_json, report_json
 from tenure.store import Store, open_store
-from tenure.store.types import EVENT_KINDS, Event, Report
+from tenure.store.types import EVENT_KINDS, Event
 from tenure.store.url import describe_url, resolve_url
 
 
@@ -62,22 +63,6 @@ def add(
     report.add_argument("key", nargs="?", help="one query's key")
     report.add_argument("--json", action="store_true", help="print JSON")
     report.set_defaults(run=None, serve=_report)
-
-
-def event_json(event: Event) -> dict[str, object]:
-    """An event as the ``--json`` line shows it."""
-    return {
-        "cursor": event.cursor,
-        "kind": event.kind,
-        "task_id": event.task_id,
-        "topic": event.topic,
-        "name": event.name,
-        "from": None if event.from_status is None else event.from_status.value,
-        "to": None if event.to_status is None else event.to_status.value,
-        "attempt": event.attempt,
-        "owner": event.owner,
-        "at": event.at.isoformat(),
-    }
 
 
 def _events(args: argparse.Namespace) -> int:
@@ -158,19 +143,6 @@ def _cells(event: Event) -> tuple[str, ...]:
 
 def _time(moment: datetime) -> str:
     return f"{moment:%Y-%m-%d %H:%M:%S.%f}"[:-3]
-
-
-def report_json(report: Report) -> dict[str, object]:
-    """A report as ``--json`` shows it."""
-    return {
-        "key": report.key,
-        "slot": report.slot.isoformat(),
-        "run_at": report.run_at.isoformat(),
-        "owner": report.owner,
-        "query": report.query,
-        "total": report.total,
-        "task_ids": list(report.task_ids),
-    }
 
 
 def _report(args: argparse.Namespace) -> int:

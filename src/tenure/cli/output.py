@@ -1,5 +1,5 @@
 """How the ``tenure`` command prints: one console, the task table, plain JSON, and
-one line per mistake."""
+one line per mistake. The JSON shapes are :mod:`tenure.shapes`, the HTTP API's too."""
 
 from __future__ import annotations
 
@@ -76,11 +76,3 @@ def task_table(
             escape("" if task.result is None else json.dumps(task.result)),
         )
     return table
-
-
-def task_json(task: Task) -> dict[str, object]:
-    """A task as plain JSON-able values."""
-    fields = {name: getattr(task, name) for name in Task.__dataclass_fields__}
-    fields["tags"] = sorted(task.tags)
-    fields["error"] = None if task.error is None else task.error.to_json()
-    return {k: v.isoformat() if hasattr(v, "isoformat") else v for k, v in fields.items()}

@@ -7,11 +7,13 @@ import argparse
 import logging
 import signal
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from tenure import logs
 from tenure.app import App, load_app
-from tenure.maintenance.scheduler import DEFAULT_RETENTION
+from tenure.errors import ConfigError
+from tenure.maintenance.scheduler import DEFAULT_RETENTION, CycleReport
 from tenure.store.url import open_patiently
 
 
@@ -123,6 +125,12 @@ def _worker_options(worker: argparse.ArgumentParser) -> None:
     worker.add_argument(
         "--no-scheduler", action="store_true", help="never host the scheduler in this worker"
     )
+    worker.add_argument(
+        "--metrics-port", type=int, help="serve this process's Prometheus metrics on this port"
+    )
+    worker.add_argument(
+        "--metrics-host", default="127.0.0.1", help="address of the metrics port (0.0.0.0: all)"
+    )
 
 
 def csv(text: str) -> list[str]:
@@ -154,6 +162,9 @@ def run_scheduler(args: argparse.Namespace) -> int:
 def run_worker(args: argparse.Namespace) -> int:
     """``tenure worker``: load the App, point it at ``--url``, run until stopped."""
     app = _served_app(args)
+    scheduling: dict[str, Any] = _scheduling(args)
+    if args.metrics_port is not None:
+        scheduling["on_cycle"] = _serve_metrics(app, args.metrics_host, args.metrics_port)
     worker = app.worker(
         topics=args.topics,
         concurrency=args.concurrency,
@@ -164,10 +175,34 @@ def run_worker(args: argparse.Namespace) -> int:
         grace=args.grace,
         poll_interval=args.poll,
         scheduler=not args.no_scheduler,
-        scheduler_options=_scheduling(args),
+        scheduler_options=scheduling,
     )
     exit_code: int = worker.run()
     return exit_code
+
+
+def _serve_metrics(app: App, host: str, port: int) -> Callable[[CycleReport], None]:
+    """Count the worker's work and serve it on ``host:port``; what the hosted
+    scheduler calls after each cycle it leads."""
+    try:
+        from prometheus_client import start_http_server  # noqa: PLC0415 - with --metrics-port
+
+        from tenure.metrics import WorkerMetrics  # noqa: PLC0415
+    except ImportError:
+        raise ConfigError("--metrics-port needs the metrics extra: pip install 'tenure[metrics]'")
+
+    metrics = WorkerMetrics()
+    metrics.hook_into(app.hooks)
+    try:
+        start_http_server(port, addr=host, registry=metrics.registry)
+    except OSError as exc:
+        raise ConfigError(f"--metrics-port {port}: cannot listen on {host}: {exc}") from None
+    logging.getLogger("tenure.worker").info("metrics on http://%s:%d/metrics", host, port)
+
+    def count(report: CycleReport) -> None:
+        metrics.revoked.inc(len(report.revoked))
+
+    return count
 
 
 def _scheduling(args: argparse.Namespace) -> dict[str, Any]:

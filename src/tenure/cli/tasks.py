@@ -20,10 +20,11 @@ from rich.progress import Progress
 
 from tenure.admin import TaskAdmin
 from tenure.app import load_app
-from tenure.cli.events import event_json, event_rows
-from tenure.cli.output import console, error, print_json, task_json, task_table
+from tenure.cli.events import event_rows
+from tenure.cli.output import console, error, print_json, task_table
 from tenure.cli.parsing import duration, json_value, moment, where
 from tenure.errors import InvalidInput, InvalidTransition, TaskNotFound
+from tenure.shapes import event_json, task_json
 from tenure.store import NewTask, Store, TaskFilter, open_store
 from tenure.store.validate import status as parse_status
 from tenure.task import Status, Task
@@ -67,7 +68,11 @@ def add(
         changing.set_defaults(change=name)
     purge = command("purge", "delete finished tasks older than a time", _purge)
     purge.add_argument(
-        "--status", action="append", required=True, choices=("done", "failed", "cancelled")
+        "--status",
+        action="append",
+        required=True,
+        choices=("done", "failed", "cancelled"),
+        help="the tasks' status (repeatable)",
     )
     purge.add_argument("--older-than", type=duration, required=True, help="e.g. 7d, 12h, 90m")
     purge.add_argument("--yes", "-y", action="store_true", help="do not ask first")
@@ -89,10 +94,10 @@ def _enqueue_options(parser: argparse.ArgumentParser) -> None:
 
 def _filter_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--status", type=_status, help="one of: " + ", ".join(Status))
-    parser.add_argument("--topic")
-    parser.add_argument("--sub-topic")
-    parser.add_argument("--name", help="the task's registered name")
-    parser.add_argument("--group", help="a group id")
+    parser.add_argument("--topic", help="only tasks of this topic")
+    parser.add_argument("--sub-topic", help="only tasks of this sub-topic")
+    parser.add_argument("--name", help="only tasks of this registered name")
+    parser.add_argument("--group", help="only tasks of this group id")
     parser.add_argument("--since", type=moment, help="created since: 2h, 3d or an ISO time")
     parser.add_argument("--before", type=moment, help="created before: 2h, 3d or an ISO time")
 

@@ -1,0 +1,211 @@
+"""``tenure serve``: the HTTP API of an App (:mod:`tenure.http`) under uvicorn.
+
+Every request needs ``Authorization: Bearer <token>``. The token comes from
+``$TENURE_API_TOKEN``; without it one is made for this run and printed once on
+stderr (set the variable to keep one across restarts). ``--insecure`` serves
+without a token, and only on a loopback address: an open API that enqueues and
+cancels work must never reach the network by a slip of a flag.
+
+It logs as the worker does (``--log-level``, ``--log-format``), uvicorn's lines
+included. Uvicorn's access lines hold the client, method, path, query string and
+status, never a header, so the token stays out of the log. The store may be down
+at start: the API answers 503 until it can be reached.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import ipaddress
+import logging
+import os
+import secrets
+import signal
+import socket
+import sys
+from typing import TYPE_CHECKING
+
+from tenure import logs
+from tenure.app import App, load_app
+from tenure.cli.output import error
+from tenure.errors import ConfigError, StoreUnavailable
+from tenure.store.url import describe_url
+
+if TYPE_CHECKING:
+    import uvicorn
+    from starlette.types import ASGIApp
+
+TOKEN_VARIABLE = "TENURE_API_TOKEN"  # noqa: S105 - the variable's name, not a token
+DEFAULT_PORT = 8765
+USAGE = 2
+
+log = logging.getLogger("tenure.http")
+
+
+def add(
+    subcommands: argparse._SubParsersAction[argparse.ArgumentParser],
+    url_too: argparse.ArgumentParser,
+) -> None:
+    """Add ``serve`` to ``subcommands``."""
+    parser = subcommands.add_parser(
+        "serve",
+        help="serve an App's HTTP API (needs tenure[web])",
+        description="Serve the HTTP API of an App's tasks and store under /api, behind a "
+        f"bearer token (${TOKEN_VARIABLE}, or one printed at start), until SIGTERM or SIGINT.",
+        parents=[url_too],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument(
+        "--app", required=True, help="module:attribute of your tenure.App, e.g. tasks:app"
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (0.0.0.0: all)")
+    parser.add_argument("--port", type=port, default=DEFAULT_PORT, help="port to listen on")
+    parser.add_argument(
+        "--insecure", action="store_true", help="no token: only on a loopback host, for trying out"
+    )
+    parser.add_argument(
+        "--log-level",
+        type=str.lower,
+        choices=logs.LEVELS,
+        default="info",
+        help="least severe shown",
+    )
+    parser.add_argument(
+        "--log-format", type=str.lower, choices=logs.FORMATS, default="text", help="text or JSON"
+    )
+    parser.set_defaults(run=None, serve=serve)
+
+
+def port(text: str) -> int:
+    """A TCP port number (0: any free one)."""
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r} (0 to 65535)")
+    return int(text)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names this machine only (127.0.0.0/8, ::1, localhost)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:  # a host name: it may resolve to anything
+        return False
+
+
+def serve(args: argparse.Namespace) -> int:
+    """``tenure serve``: check the settings, load the App, serve until stopped."""
+    if args.insecure and not is_loopback(args.host):
+        error(
+            f"--insecure on {args.host} would open the API to the network without a token",
+            f"use --host 127.0.0.1, or drop --insecure and set ${TOKEN_VARIABLE}",
+        )
+        return USAGE
+    for module in ("starlette", "uvicorn"):
+        if importlib.util.find_spec(module) is None:
+            raise ConfigError("tenure serve needs the web extra: pip install 'tenure[web]'")
+    token = None if args.insecure else _token()
+    if token is None and not args.insecure:
+        return USAGE
+    logs.configure(args.log_level, args.log_format)
+    if args.insecure and TOKEN_VARIABLE in os.environ:
+        log.warning("--insecure: $%s is ignored, no token is asked for", TOKEN_VARIABLE)
+    app = _app(args)
+    try:
+        _run(app, token, args)
+    finally:
+        app.close()
+    return 0
+
+
+def _run(app: App, token: str | None, args: argparse.Namespace) -> None:
+    """Serve ``app``'s API until uvicorn is told to stop."""
+    from tenure.http import create_app  # noqa: PLC0415 - needs the web extra
+
+    server, listening = build_server(create_app(app, token=token, insecure=args.insecure), args)
+    # Uvicorn stops gracefully on SIGTERM, then raises it again for the handler it
+    # found: with this one, the store is closed and the command ends with 0, as a
+    # worker does, instead of being killed by the default action.
+    previous = signal.signal(signal.SIGTERM, _stopped)
+    try:
+        _announce(app, listening, secured=token is not None)
+        server.run(sockets=[listening])
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        listening.close()
+
+
+def _stopped(signum: int, frame: object) -> None:
+    """SIGTERM once uvicorn has shut down: nothing left to do."""
+
+
+def _token() -> str | None:
+    """``$TENURE_API_TOKEN``, or a new one printed once on stderr; ``None``
+    (said on stderr, without the value) if the variable's token is unusable."""
+    from tenure.http.server import MIN_TOKEN_LENGTH  # noqa: PLC0415 - needs the web extra
+
+    token = os.environ.get(TOKEN_VARIABLE)
+    if token is None:
+        token = secrets.token_urlsafe(32)
+        print(f"API token for this run (set ${TOKEN_VARIABLE} to choose one): {token}",
+              file=sys.stderr, flush=True)  # fmt: skip
+        return token
+    if len(token) < MIN_TOKEN_LENGTH or not all("!" <= c <= "~" for c in token):
+        error(
+            f"${TOKEN_VARIABLE} must be at least {MIN_TOKEN_LENGTH} visible ASCII characters",
+            'e.g. python -c "import secrets; print(secrets.token_urlsafe(32))"',
+        )
+        return None
+    return token
+
+
+def _app(args: argparse.Namespace) -> App:
+    """The App, on ``--url`` if given, its store opened now if it can be."""
+    app = load_app(args.app)
+    if args.url:
+        app.use(args.url)
+    try:
+        app.store  # noqa: B018 - opens (and migrates) it before the first request
+    except StoreUnavailable as exc:
+        log.warning("%s; the API answers 503 until the store can be reached", exc)
+    return app
+
+
+def build_server(api: ASGIApp, args: argparse.Namespace) -> tuple[uvicorn.Server, socket.socket]:
+    """A uvicorn server for ``api`` and the socket it will serve, bound now, so
+    that an address in use is one line (exit 2), not a traceback. Logging is
+    tenure's (``log_config=None``): uvicorn's records go to its handlers."""
+    import uvicorn  # noqa: PLC0415 - needs the web extra
+
+    family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
+    listening = socket.socket(family, socket.SOCK_STREAM)
+    listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listening.bind((args.host.strip("[]"), args.port))
+        listening.listen(2048)  # connections wait from now on, not from uvicorn's start
+    except OSError as exc:
+        listening.close()
+        raise ConfigError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}") from None
+    config = uvicorn.Config(
+        api,
+        log_config=None,
+        log_level=args.log_level,
+        access_log=True,
+        server_header=False,
+        lifespan="off",
+    )
+    return uvicorn.Server(config), listening
+
+
+def _announce(app: App, listening: socket.socket, *, secured: bool) -> None:
+    host, bound = listening.getsockname()[:2]
+    where = f"[{host}]" if ":" in host else host
+    guard = "bearer token required" if secured else "NO TOKEN (--insecure)"
+    log.info(
+        "HTTP API of %s on http://%s:%d/api (%s); %d tasks registered",
+        describe_url(app.url),
+        where,
+        bound,
+        guard,
+        len(app.registry),
+    )

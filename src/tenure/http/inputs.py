@@ -1,0 +1,269 @@
+"""Reading requests: JSON bodies, query strings and path ids, checked before any
+store is asked anything.
+
+Each mistake raises :class:`~tenure.errors.InvalidInput` naming the field as the
+client wrote it (``options.delay``, ``created_from``), or :class:`ApiError` when
+the answer is not a 422 (a body that is not JSON, too large, or of another media
+type). The checks are tenure's own (:mod:`tenure.checks`), so the API refuses
+exactly what ``enqueue`` and the store would, only sooner and in the request's
+words. Unknown fields and query parameters are refused, not ignored: a typo in
+a filter must not silently widen a listing to every task.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from starlette.datastructures import QueryParams
+from starlette.requests import Request
+
+from tenure import serializer
+from tenure.checks import INT32, integer, optional_text, seconds, text
+from tenure.errors import InvalidInput
+from tenure.store.types import TaskFilter
+from tenure.store.validate import MAX_DESCRIPTION_LENGTH
+from tenure.store.validate import status as parse_status
+
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 1000
+"""Most tasks one page of ``GET /api/tasks`` holds."""
+
+ENVELOPE_BYTES = 64 * 1024
+"""What a request body may hold beyond its arguments: name, options, whitespace."""
+ESCAPES = 4
+"""How many times larger than the stored payload its JSON in a request may be:
+a client may escape every character (``\\u00e9``: six bytes for two). The
+payload's own limit is the store's, applied once it is decoded."""
+
+LIST_PARAMETERS = (
+    "status",
+    "topic",
+    "sub_topic",
+    "name",
+    "group",
+    "created_from",
+    "created_to",
+    "cursor",
+    "limit",
+    "order",
+)
+ENQUEUE_FIELDS = ("name", "args", "kwargs", "options")
+OPTION_NAMES = {
+    # the API's name: the keyword of TaskFunction.options
+    "delay": "delay",
+    "priority": "priority",
+    "group": "group_id",
+    "sub_topic": "sub_topic",
+    "description": "description",
+    "id": "id",
+}
+
+_DIGITS = re.compile(r"[0-9]{1,9}")
+_NUMBER = re.compile(r"[0-9]{1,12}(\.[0-9]{1,12})?([eE][-+]?[0-9]{1,3})?")
+_RFC3339 = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[-+][0-9]{2}:[0-9]{2})"
+)
+_JSON_TYPES = {
+    dict: "an object",
+    list: "an array",
+    str: "a string",
+    bool: "a boolean",
+    int: "a number",
+    float: "a number",
+    type(None): "null",
+}
+
+
+class ApiError(Exception):
+    """A refusal the API answers with ``status`` (not 422) and the error shape."""
+
+    def __init__(
+        self, status: int, field: str | None, message: str, headers: Mapping[str, str] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.field = field
+        self.message = message
+        self.headers = dict(headers or {})
+
+
+def json_type(value: object) -> str:
+    """What ``value`` is, in JSON's words (``an array``), for messages."""
+    return _JSON_TYPES.get(type(value), type(value).__name__)
+
+
+# -- bodies ---------------------------------------------------------------------------
+
+
+async def json_body(request: Request, limit: int) -> object:
+    """The request's JSON document: 415 unless it says it is JSON, 413 past
+    ``limit`` bytes (counted as they arrive, whatever Content-Length claims),
+    400 unless it parses as strict JSON (no NaN, no Infinity)."""
+    media_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+    if media_type != "application/json" and not media_type.endswith("+json"):
+        raise ApiError(415, "Content-Type", "the body must be JSON: Content-Type: application/json")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise ApiError(413, "body", f"is over the limit of {limit} bytes")
+        chunks.append(chunk)
+    try:
+        return json.loads(b"".join(chunks), parse_constant=_refuse_constant)
+    except RecursionError:
+        raise ApiError(400, "body", "not valid JSON: nested too deeply") from None
+    except ValueError as exc:  # also UnicodeDecodeError: not UTF-8
+        raise ApiError(400, "body", f"not valid JSON: {exc}") from None
+
+
+def _refuse_constant(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")
+
+
+@dataclass(frozen=True, slots=True)
+class Enqueue:
+    """A checked ``POST /api/tasks`` body; ``options`` are keywords of
+    :meth:`~tenure.function.TaskFunction.options`."""
+
+    name: str
+    args: list[Any]
+    kwargs: dict[str, Any]
+    options: dict[str, Any]
+
+
+def enqueue_request(body: object) -> Enqueue:
+    """The enqueue a body asks for; ``InvalidInput`` naming the first wrong field."""
+    fields = _object(body, "body", ENQUEUE_FIELDS)
+    if "name" not in fields:
+        raise InvalidInput("name", "is required: the task's registered name")
+    name = text(fields["name"], "name")
+    args = fields.get("args", [])
+    if not isinstance(args, list):
+        raise InvalidInput("args", f"must be an array, not {json_type(args)}")
+    kwargs = fields.get("kwargs", {})
+    if not isinstance(kwargs, dict):
+        raise InvalidInput("kwargs", f"must be an object, not {json_type(kwargs)}")
+    # What the store would refuse to keep (a NUL, a lone surrogate), named here.
+    serializer.dumps(args, "args")
+    serializer.dumps(kwargs, "kwargs")
+    return Enqueue(name, args, kwargs, enqueue_options(fields))
+
+
+def enqueue_options(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``options`` object as ``TaskFunction.options`` keywords; ``null`` is
+    the same as leaving an option out."""
+    given = _object(fields.get("options", {}), "options", tuple(OPTION_NAMES))
+    options = {OPTION_NAMES[name]: value for name, value in given.items() if value is not None}
+    if "delay" in options:
+        options["delay"] = seconds(options["delay"], "options.delay", allow_zero=True)
+    if "priority" in options:
+        options["priority"] = integer(_whole(options["priority"]), "options.priority", bounds=INT32)
+    for name in ("group_id", "sub_topic", "id"):
+        field = "options." + ("group" if name == "group_id" else name)
+        optional_text(options.get(name), field)
+    description = options.get("description")
+    optional_text(description, "options.description", max_length=MAX_DESCRIPTION_LENGTH)
+    if "/" in options.get("id", ""):
+        raise InvalidInput("options.id", "must not contain '/': the id is part of the task's URL")
+    return options
+
+
+def _whole(value: object) -> object:
+    """``3.0`` as ``3``: JSON has one number type, and JSON Schema calls 3.0 an integer."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def _object(value: object, field: str, known: tuple[str, ...]) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise InvalidInput(field, f"must be a JSON object, not {json_type(value)}")
+    for key in value:
+        if key not in known:
+            where = key if field == "body" else f"{field}.{key}"
+            raise InvalidInput(where, f"unknown field; expected one of {', '.join(known)}")
+    return value
+
+
+# -- query strings and paths -------------------------------------------------------------
+
+
+def query(params: QueryParams, known: tuple[str, ...] = ()) -> dict[str, str]:
+    """The query's parameters, each known and given once."""
+    for key in params:
+        if key not in known:
+            expected = f"expected one of {', '.join(known)}" if known else "this route takes none"
+            raise InvalidInput(key, f"unknown query parameter; {expected}")
+        if len(params.getlist(key)) > 1:
+            raise InvalidInput(key, "is given more than once")
+    return dict(params)
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """A checked ``GET /api/tasks``: which tasks, from where, how many, which way."""
+
+    filters: TaskFilter
+    cursor: str | None
+    limit: int
+    newest_first: bool
+
+
+def listing(params: Mapping[str, str]) -> Listing:
+    """The listing a query asks for (newest first, 50 tasks, unless it says otherwise)."""
+    status = params.get("status")
+    filters = TaskFilter(
+        status=None if status is None else parse_status(status),
+        topic=optional_text(params.get("topic"), "topic"),
+        sub_topic=optional_text(params.get("sub_topic"), "sub_topic"),
+        name=optional_text(params.get("name"), "name"),
+        group_id=optional_text(params.get("group"), "group"),
+        created_from=_moment(params.get("created_from"), "created_from"),
+        created_to=_moment(params.get("created_to"), "created_to"),
+    )
+    order = params.get("order", "newest")
+    if order not in ("newest", "oldest"):
+        raise InvalidInput("order", f"must be newest or oldest, not {order!r}")
+    limit = _count(params.get("limit", str(DEFAULT_LIMIT)), "limit", MAX_LIMIT)
+    cursor = params.get("cursor")
+    return Listing(filters, optional_text(cursor, "cursor"), limit, order == "newest")
+
+
+def _count(value: str, field: str, most: int) -> int:
+    if not _DIGITS.fullmatch(value):
+        raise InvalidInput(field, f"must be a whole number from 1 to {most}, not {value!r}")
+    number = int(value)
+    if not 1 <= number <= most:
+        raise InvalidInput(field, f"must be from 1 to {most}, not {number}")
+    return number
+
+
+def _moment(value: str | None, field: str) -> datetime | None:
+    """An RFC 3339 time with its offset (``2026-11-23T08:00:00Z``), in UTC."""
+    if value is None:
+        return None
+    example = "e.g. 2026-11-23T08:00:00Z"
+    if not _RFC3339.fullmatch(value):
+        raise InvalidInput(field, f"must be an RFC 3339 time with an offset ({example})")
+    try:
+        return datetime.fromisoformat(value.upper()).astimezone(UTC)
+    except (ValueError, OverflowError) as exc:
+        raise InvalidInput(field, f"not a valid time: {exc} ({example})") from None
+
+
+def window(params: Mapping[str, str], default: float) -> float:
+    """``GET /api/stats?window=``: seconds of endings to count."""
+    value = params.get("window")
+    if value is None:
+        return default
+    if not _NUMBER.fullmatch(value):
+        raise InvalidInput("window", f"must be a number of seconds, not {value!r}")
+    return seconds(float(value), "window")
+
+
+def task_id(value: str) -> str:
+    """A task id (or the start of one) from the path."""
+    return text(value, "id")

@@ -1,0 +1,155 @@
+"""Prometheus metrics: the store's figures as a scrape reads them (matching the
+store's own counts, cheap with a million tasks on PostgreSQL), and a worker
+process's own, served on its --metrics-port."""
+
+from __future__ import annotations
+
+import time
+import urllib.request
+from collections.abc import Callable
+
+import psycopg
+import pytest
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+from starlette.testclient import TestClient
+
+from tenure import App, Status, Store
+from tenure.http import create_app
+from tenure.metrics import store_registry
+from tenure.store import NewTask, TaskFilter
+from tests.apps import basic
+from tests.conformance.support import reach
+from tests.integration.test_postgres_failfast import free_port
+from tests.integration.workers import WorkerProcess, enqueue, finished, wait_for, wait_until
+
+TOKEN = "metrics-token-0123456789abcdef"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+def scrape(store: Store) -> Samples:
+    text = generate_latest(store_registry(lambda: store)).decode()
+    return parse(text)
+
+
+def parse(text: str) -> Samples:
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def tasks_of(samples: Samples) -> dict[tuple[str, str], float]:
+    return {
+        (dict(labels)["topic"], dict(labels)["status"]): value
+        for (name, labels), value in samples.items()
+        if name == "tenure_tasks" and value
+    }
+
+
+def truth(store: Store) -> dict[tuple[str, str], float]:
+    """Every (topic, status) pair's count, asked of the store one by one."""
+    pairs = {}
+    for topic in {t.topic for t in store.task_list(limit=10_000).tasks}:
+        for status in Status:
+            count = store.task_count(TaskFilter(topic=topic, status=status))
+            if count:
+                pairs[(topic, status.value)] = float(count)
+    return pairs
+
+
+def test_the_store_figures_match_its_counts(store: Store) -> None:
+    for status in (Status.DONE, Status.FAILED, Status.CANCELLED, Status.RUNNING):
+        reach(store, status)
+    for _ in range(3):
+        store.task_create(NewTask(topic="waiting", name="n"))
+    samples = scrape(store)
+    assert tasks_of(samples) == truth(store)
+    assert samples[("tenure_queue_depth", (("topic", "waiting"),))] == 3
+    assert samples[("tenure_oldest_pending_seconds", (("topic", "waiting"),))] >= 0
+    entered = ("tenure_transitions_total", (("status", "running"), ("topic", "reach-done")))
+    assert samples[entered] == 1
+    assert samples[("tenure_workers_alive", ())] == 0
+
+
+def test_a_worker_serves_its_own_metrics(store_url: str, store: Store) -> None:
+    port = free_port()
+    worker = WorkerProcess(store_url, "--metrics-port", str(port))
+    try:
+        worker.wait_for_log("metrics on http://127.0.0.1")
+        done = [enqueue(store, basic.add, n, n) for n in range(3)]
+        failed = enqueue(store, basic.always_fails)
+        for task in (*done, failed):
+            wait_until(store, task.id, finished)
+        samples = wait_for(lambda: _counted(port, failed.name), "the failure counted")
+    finally:
+        worker.stop()
+    outcome = "tenure_task_outcomes_total"
+    assert samples[(outcome, (("name", basic.add.name), ("outcome", "succeeded")))] == 3
+    assert samples[(outcome, (("name", failed.name), ("outcome", "retrying")))] == 1
+    duration = "tenure_task_duration_seconds_count"
+    assert samples[(duration, (("name", basic.add.name), ("outcome", "succeeded")))] == 3
+
+
+def _counted(port: int, name: str) -> Samples | None:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+        samples = parse(answer.read().decode())
+    key = ("tenure_task_outcomes_total", (("name", name), ("outcome", "failed")))
+    return samples if samples.get(key) else None
+
+
+@pytest.mark.parametrize("backend", ["postgres"], indirect=True)
+def test_a_scrape_of_a_million_tasks_is_quick_and_exact(
+    store: Store, store_url: str, million: Callable[[Store, str], None]
+) -> None:
+    million(store, store_url)
+    app = App(store_url)
+    with TestClient(create_app(app, token=TOKEN)) as client:
+        assert client.get("/metrics").status_code == 401  # the API's token, here too
+        client.get("/metrics", headers=AUTH)  # the first connection is not what is measured
+        began = time.perf_counter()
+        answer = client.get("/metrics", headers=AUTH)
+        elapsed = time.perf_counter() - began
+    app.close()
+    assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/plain")
+    samples = parse(answer.text)
+    with psycopg.connect(store_url) as conn:
+        rows = conn.execute("SELECT topic, status, count(*) FROM tasks GROUP BY 1, 2").fetchall()
+    assert tasks_of(samples) == {(topic, status): float(n) for topic, status, n in rows}
+    assert sum(n for _, _, n in rows) == 1_000_000
+    assert elapsed < 0.2, f"a scrape took {elapsed * 1000:.0f} ms"
+
+
+@pytest.fixture
+def million() -> Callable[[Store, str], None]:
+    """Fill a store with 1,000,000 tasks: a thousand made by the store in a mix of
+    statuses, then copied 999 times by one INSERT (the triggers see every row)."""
+
+    def fill(store: Store, url: str) -> None:
+        for n in range(1000):
+            status = (Status.DONE, Status.FAILED, Status.PENDING, Status.CANCELLED)[n % 4]
+            if status is Status.PENDING:
+                store.task_create(NewTask(topic=f"t{n % 5}", name="n"))
+            else:
+                reach(store, status)
+        with psycopg.connect(url, autocommit=True) as conn:
+            columns = [
+                row[0]
+                for row in conn.execute(
+                    "SELECT column_name FROM information_schema.columns"
+                    " WHERE table_name = 'tasks' AND column_name NOT IN ('seq', 'id')"
+                    " ORDER BY ordinal_position"
+                )
+            ]
+            listed = ", ".join(columns)
+            conn.execute(
+                f"INSERT INTO tasks (id, {listed}) SELECT id || '-' || copy, {listed}"
+                " FROM tasks CROSS JOIN generate_series(1, 999) AS copy"
+            )
+            conn.execute("VACUUM ANALYZE tasks")
+        store.tally_fold()
+
+    return fill
