@@ -189,7 +189,9 @@ def _serve_metrics(app: App, host: str, port: int) -> Callable[[CycleReport], No
 
         from tenure.metrics import WorkerMetrics  # noqa: PLC0415
     except ImportError:
-        raise ConfigError("--metrics-port needs the metrics extra: pip install 'tenure[metrics]'")
+        raise ConfigError(
+            "--metrics-port needs the metrics extra: pip install 'tenure[metrics]'"
+        ) from None
 
     metrics = WorkerMetrics()
     metrics.hook_into(app.hooks)
