@@ -94,10 +94,14 @@ class _Reader:
     """A position in the log and the next read from it: one place for the
     rules that the thread, the generator and the async iterator share."""
 
-    def __init__(self, store: Store, after: str | None, wanted: EventFilter) -> None:
+    def __init__(
+        self, store: Store, after: str | None, wanted: EventFilter, *, patient: bool = True
+    ) -> None:
         self.store = store
         self.cursor = after
         self.wanted = wanted
+        self.patient = patient
+        """Whether an unreachable store is waited for (a follower) or raised (a listing)."""
         self._held = 0
 
     def read(self) -> tuple[list[Event], float]:
@@ -106,6 +110,8 @@ class _Reader:
         try:
             page = self.store.event_page(after=self.cursor, limit=READ_BATCH)
         except StoreUnavailable as exc:
+            if not self.patient:
+                raise
             log.warning("following events: %s; reading again in %.0f s", exc, UNAVAILABLE_PAUSE)
             return [], UNAVAILABLE_PAUSE
         if page.events:
@@ -203,6 +209,8 @@ class Events:
         try:
             while not stop.is_set():
                 wake.clear()  # before the read: news from here on wakes the wait below
+                if stop.is_set():  # stopped just before the clear: its wake-up was cleared
+                    return
                 events, pause = reader.read()
                 for event in events:
                     if stop.is_set():
@@ -267,7 +275,8 @@ class Events:
     ) -> tuple[list[Event], str | None]:
         """Up to ``limit`` matching events after ``after``, without waiting, and
         the cursor to resume from (past the events the filters left out)."""
-        reader = _Reader(self._store(), after, EventFilter.of(topics, names, kinds, task_ids))
+        wanted = EventFilter.of(topics, names, kinds, task_ids)
+        reader = _Reader(self._store(), after, wanted, patient=False)
         found: list[Event] = []
         while len(found) < limit:
             events, pause = reader.read()

@@ -63,7 +63,12 @@ def test_enqueue_mistakes_are_one_line_and_exit_2(
 
 @pytest.mark.parametrize(
     "argv",
-    [["nosuchcommand"], ["tasks", "--nosuchflag"], ["tasks", "--limit", "many"]],
+    [
+        ["nosuchcommand"],
+        ["tasks", "--nosuchflag"],
+        ["tasks", "--limit", "many"],
+        ["tasks", "--since", "1000000d"],
+    ],
 )
 def test_command_line_mistakes_are_one_line_and_exit_2(
     store_url: str, capsys: pytest.CaptureFixture[str], argv: list[str]

@@ -29,7 +29,10 @@ def moment(text: str) -> datetime:
     """A time: that long ago (``2h``, ``3d``) or an ISO 8601 time (UTC unless it
     says otherwise)."""
     if _DURATION.match(text.lower()):
-        return datetime.now(UTC) - timedelta(seconds=duration(text))
+        try:
+            return datetime.now(UTC) - timedelta(seconds=duration(text))
+        except OverflowError:
+            raise argparse.ArgumentTypeError(f"too long ago: {text!r}") from None
     try:
         parsed = datetime.fromisoformat(text)
     except ValueError:

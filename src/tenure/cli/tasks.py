@@ -13,6 +13,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from rich.markup import escape
@@ -121,6 +122,7 @@ def _filters(args: argparse.Namespace) -> TaskFilter:
     )
 
 
+@contextmanager
 def _admin(args: argparse.Namespace) -> Iterator[TaskAdmin]:
     with open_store(args.url) as store:
         yield TaskAdmin(store)
@@ -173,7 +175,7 @@ def error_console_note(text: str) -> None:
 def _tasks(args: argparse.Namespace) -> int:
     if args.limit < 1:
         raise InvalidInput("--limit", f"must be at least 1, not {args.limit}")
-    for admin in _admin(args):
+    with _admin(args) as admin:
         page = admin.page(
             _filters(args), cursor=args.after, limit=args.limit, newest_first=not args.oldest_first
         )
@@ -189,7 +191,7 @@ def _tasks(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    for admin in _admin(args):
+    with _admin(args) as admin:
         task = _resolve(admin, args.task_id, args)
         history = admin.history(task.id)
     if args.json:
@@ -226,7 +228,7 @@ def _change(args: argparse.Namespace) -> int:
     )
     if bool(args.task_ids) == by_filter:
         raise InvalidInput(args.change, "give task ids, or filters (--status …): one of the two")
-    for admin in _admin(args):
+    with _admin(args) as admin:
         act = admin.retry if args.change == "retry" else admin.cancel
         if args.task_ids:
             tasks = [_resolve(admin, task_id, args) for task_id in args.task_ids]
@@ -292,11 +294,10 @@ def _purge(args: argparse.Namespace) -> int:
     if not _confirm(f"delete the {what}, in {where(args)}?", args.yes):
         return 1
     deleted = 0
-    for admin in _admin(args):
-        with Progress(console=console, transient=True) as bar:
-            step = bar.add_task("deleting", total=None)
-            for batch in admin.purge(statuses, args.older_than):
-                deleted += batch
-                bar.advance(step, batch)
+    with _admin(args) as admin, Progress(console=console, transient=True) as bar:
+        step = bar.add_task("deleting", total=None)
+        for batch in admin.purge(statuses, args.older_than):
+            deleted += batch
+            bar.advance(step, batch)
     console.print(f"deleted {deleted} {what}")
     return 0

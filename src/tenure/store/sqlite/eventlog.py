@@ -62,7 +62,8 @@ def task_events(conn: sqlite3.Connection, task_id: str) -> list[Event]:
 
 
 def task_stats(conn: sqlite3.Connection, now: datetime, since: datetime) -> QueueStats:
-    """The queue at a glance, read in one snapshot (one read transaction)."""
+    """The queue at a glance: three reads, each its own snapshot (a figure may
+    be a moment newer than another; SQLite's writers wait on none of them)."""
     counts = per_topic(conn.execute(Q["stats_counts"]))
     waiting = conn.execute(Q["stats_oldest_pending"], {"now": to_epoch(now)})
     oldest = {row["topic"]: from_epoch(row["since"]) for row in waiting}
