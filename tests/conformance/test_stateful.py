@@ -187,6 +187,9 @@ class StoreMachine(RuleBasedStateMachine):
             assert task is not None
             assert (task.status, task.attempts) == (model.status, model.attempts), task_id
         assert len(self.store.event_list(limit=10_000)) == self.transitions
+        # One entry into a status counted for each transition, folded or not.
+        entries = self.store.task_transition_totals().get("t", {})
+        assert sum(entries.values()) == self.transitions
         # The tallies that stats and metrics read agree with the tasks, folded or not.
         expected: dict[Status, int] = {}
         for model in self.tasks.values():

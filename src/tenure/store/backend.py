@@ -42,6 +42,20 @@ AFTER_ALL = 2**63 - 1
 EventPosition = tuple[int, int]
 """A place in the event log's commit-safe order: (transaction, event id)."""
 
+GroupTally = tuple[str, Status, int, datetime]
+"""One group's tasks in one status: (group id, status, how many, the earliest
+``created_at`` among them)."""
+
+
+class Listing(NamedTuple):
+    """A page of tasks, and where a listing with ``scan`` stopped examining:
+    the position of the last task it examined when it used up its ``scan``
+    before filling the page, else ``None`` (it reached the end, or the page is
+    full and resumes after its last task)."""
+
+    rows: list[Positioned]
+    examined_to: int | None = None
+
 
 class EventRead(NamedTuple):
     """A page of the event log, and the position of the newest event pruned."""
@@ -73,8 +87,8 @@ class Backend(ABC):
 
     @abstractmethod
     def _task_list(
-        self, filters: TaskFilter, after: int, limit: int, newest_first: bool
-    ) -> list[Positioned]: ...
+        self, filters: TaskFilter, after: int, limit: int, newest_first: bool, scan: int | None
+    ) -> Listing: ...
 
     @abstractmethod
     def _task_list_leased(
@@ -147,6 +161,14 @@ class Backend(ABC):
 
     @abstractmethod
     def _task_stats(self, now: datetime, since: datetime) -> QueueStats: ...
+
+    @abstractmethod
+    def _task_rates(
+        self, since: datetime, until: datetime, topic: str | None
+    ) -> dict[datetime, dict[Status, int]]: ...
+
+    @abstractmethod
+    def _task_groups(self, limit: int, scan: int) -> list[GroupTally]: ...
 
     @abstractmethod
     def _report_save(self, report: Report) -> Report | None: ...

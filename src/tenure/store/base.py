@@ -131,16 +131,29 @@ class Store(EventLog, Operating):
         cursor: str | None = None,
         limit: int = 100,
         newest_first: bool = False,
+        scan: int | None = None,
     ) -> Page:
         """One page of tasks matching ``filters``, oldest first (or newest first).
         The cursor keeps its place while tasks arrive: none is skipped or shown
-        twice."""
+        twice.
+
+        ``scan`` bounds the work of the page, so that a filter few tasks match
+        answers as fast on a million tasks as on a thousand: at most ``scan``
+        tasks past the cursor are examined, in the listing's order, among those
+        of the status and group asked for (what an index narrows to); the other
+        filters are applied to those. The page may then hold fewer than
+        ``limit`` tasks, even none, and still have a cursor, which resumes after
+        the last task examined: only a page without a cursor says that no task
+        is left. A cursor serves the same filters and order, whatever ``scan``.
+        """
         filters = validate.task_filter(filters or TaskFilter())
         order = "newest" if newest_first else "list"
         scope = cursors.scope_of([order, _filter_key(filters)])
         after = 0 if cursor is None else cursors.decode(cursor, scope)
         limit = validate.page_limit(limit)
-        return _page(self._task_list(filters, after, limit, newest_first), limit, scope)
+        scan = None if scan is None else validate.scan(scan)
+        listed = self._task_list(filters, after, limit, newest_first, scan)
+        return _page(listed.rows, limit, scope, listed.examined_to)
 
     def task_list_leased(
         self, *, topics: Sequence[str] | None = None, cursor: str | None = None, limit: int = 1000
@@ -341,8 +354,8 @@ class Store(EventLog, Operating):
     def tally_fold(self, *, compact: bool = False) -> None:
         """Fold the tallies' delta rows, and with ``compact`` the minutes older
         than a day into the totals (the scheduler calls it each cycle, and
-        compacting each prune). Stores that count their tables when asked (SQLite)
-        keep no tallies and do nothing."""
+        compacting each prune). Stores whose tallies need no folding (SQLite,
+        which counts its tables when asked and keeps only totals) do nothing."""
 
     def statistics_refresh(self) -> list[str]:
         """Refresh the planner's statistics of the tables that changed much since
@@ -434,11 +447,16 @@ def _filter_key(filters: TaskFilter) -> list[object]:
         filters.group_id,
         filters.created_from,
         filters.created_to,
+        filters.text,
     ]
 
 
-def _page(rows: list[Positioned], limit: int, scope: str) -> Page:
+def _page(rows: list[Positioned], limit: int, scope: str, examined_to: int | None = None) -> Page:
+    """A full page resumes after its last task; a short one after the last task
+    its scan examined, if it stopped before the end (``examined_to``)."""
     tasks = [task for _, task in rows]
-    if len(rows) < limit:
-        return Page(tasks, None)
-    return Page(tasks, cursors.encode(rows[-1][0], scope))
+    if len(rows) >= limit:
+        return Page(tasks, cursors.encode(rows[-1][0], scope))
+    if examined_to is not None:
+        return Page(tasks, cursors.encode(examined_to, scope))
+    return Page(tasks, None)

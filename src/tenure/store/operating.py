@@ -1,5 +1,6 @@
 """What operators need from a store, beyond the task protocol: a task found by a
-unique prefix of its id, a task's history, and the queue at a glance.
+unique prefix of its id, a task's history, the queue at a glance, the tasks
+entering each status minute by minute, and the progress of recent groups.
 
 The command line, the HTTP API and the dashboard read a store through these, so
 each number they show is computed once, the same way, on every backend.
@@ -7,16 +8,22 @@ each number they show is computed once, the same way, on every backend.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from tenure.errors import InvalidInput
 from tenure.store import validate
 from tenure.store.backend import Backend
-from tenure.store.types import Event, QueueStats
+from tenure.store.types import Event, GroupProgress, MinuteRate, QueueStats
 from tenure.task import Status
 
 DEFAULT_WINDOW = 300.0
 """Seconds of endings counted by :meth:`Operating.task_stats` (the last five minutes)."""
+
+MAX_RATE_MINUTES = 1440
+"""Most minutes :meth:`Operating.task_rates` reports: a day, which PostgreSQL's
+tallies keep minute by minute (older minutes are folded into totals)."""
+
+MINUTE = timedelta(minutes=1)
 
 
 class Operating(Backend):
@@ -39,18 +46,65 @@ class Operating(Backend):
 
     def task_transition_totals(self) -> dict[str, dict[Status, int]]:
         """Per topic, how many times tasks entered each status (a creation enters
-        its first): counters for ``rate()``. PostgreSQL tallies them since the
-        schema had them; SQLite counts the events still kept."""
+        its first), one for each such event the log records (a start refused by
+        a unique lock enters running, then its rule's outcome): counters for
+        ``rate()``, kept since the schema had them (PostgreSQL's 0008, SQLite's
+        0006). They never go down: pruning tasks or events leaves them alone."""
         return self._task_transition_totals()
 
     def task_stats(self, *, window: float = DEFAULT_WINDOW) -> QueueStats:
-        """Tasks per topic and status, the oldest runnable pending task's wait per
-        topic, and the endings per topic over the last ``window`` seconds."""
+        """Tasks per topic and status; per topic, the longest wait among the
+        pending tasks runnable now, as the earliest time one of them became
+        runnable (its ``run_at``, or its creation if it had no delay); and the
+        endings per topic over exactly the last ``window`` seconds."""
         window = validate.seconds(window, "window")
         now = self._clock_now()
         if window > validate.MAX_SECONDS:
             raise InvalidInput("window", f"must be at most {validate.MAX_SECONDS} seconds")
         return self._task_stats(now, now - timedelta(seconds=window))
+
+    def task_rates(self, *, minutes: int = 60, topic: str | None = None) -> list[MinuteRate]:
+        """How many tasks (of ``topic``, or all) entered each status in each of
+        the last ``minutes`` whole minutes by the store's clock, the current one
+        included: one entry per minute, oldest first, none missing. Counted from
+        what each store keeps per minute (PostgreSQL's tallies, SQLite's event
+        log), so a chart of a busy queue costs what a quiet one's does."""
+        minutes = validate.integer(minutes, "minutes", minimum=1, bounds=(1, MAX_RATE_MINUTES))
+        topic = validate.optional_text(topic, "topic")
+        current = _minute_of(self._clock_now())
+        since = current - (minutes - 1) * MINUTE
+        entered = self._task_rates(since, current + MINUTE, topic)
+        starts = (since + n * MINUTE for n in range(minutes))
+        return [MinuteRate(start, _every_status(entered.get(start, {}))) for start in starts]
+
+    def task_groups(self, *, limit: int = 50, scan: int = 100_000) -> list[GroupProgress]:
+        """The groups with tasks among the newest ``scan`` tasks, the group of
+        the newest task first, at most ``limit``: each with its tasks per status
+        (all of them, not only the newest) and when its first one was created.
+        ``scan`` bounds the work: older groups are not looked for."""
+        limit = validate.page_limit(limit)
+        scan = validate.scan(scan)
+        counts: dict[str, dict[Status, int]] = {}  # in the backend's order
+        first: dict[str, datetime] = {}
+        for group_id, status, count, created_at in self._task_groups(limit, scan):
+            counts.setdefault(group_id, {})[status] = count
+            first[group_id] = min(created_at, first.get(group_id, created_at))
+        return [GroupProgress(g, _every_status(c), first[g]) for g, c in counts.items()]
+
+
+_STATUSES = tuple(Status)  # iterating the enum itself costs ten times more
+
+
+def _minute_of(moment: datetime) -> datetime:
+    """The start of the minute ``moment`` falls in, in UTC."""
+    return moment.astimezone(UTC).replace(second=0, microsecond=0)
+
+
+def _every_status(counts: dict[Status, int]) -> dict[Status, int]:
+    """``counts`` with every status a key: charts need no missing-key case."""
+    filled = dict.fromkeys(_STATUSES, 0)
+    filled.update(counts)
+    return filled
 
 
 def _like_prefix(prefix: str) -> str:

@@ -131,7 +131,9 @@ class Failure:
 
 @dataclass(frozen=True, slots=True)
 class TaskFilter:
-    """Filters for listing tasks; ``None`` means "any"."""
+    """Filters for listing tasks; ``None`` means "any". ``text`` matches tasks
+    whose description contains it, taken literally, ASCII letters in any case
+    (other characters as they are: the case folding both stores share)."""
 
     topic: str | None = None
     sub_topic: str | None = None
@@ -140,6 +142,7 @@ class TaskFilter:
     group_id: str | None = None
     created_from: datetime | None = None
     created_to: datetime | None = None
+    text: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,8 +207,10 @@ class EventPage:
 @dataclass(frozen=True, slots=True)
 class QueueStats:
     """The queue at a glance (``Store.task_stats``): tasks per topic and status,
-    since when each topic's oldest runnable pending task has waited, and how many
-    tasks ended per topic and way (done, failed, cancelled) since ``since``."""
+    per topic since when its longest-waiting runnable pending task has waited
+    (the earliest ``run_at``, or creation time for a task without a delay, among
+    the pending tasks runnable at ``at``), and how many tasks ended per topic and
+    way (done, failed, cancelled) from ``since`` on."""
 
     at: datetime
     since: datetime
@@ -216,6 +221,33 @@ class QueueStats:
     def total(self, status: Status) -> int:
         """Tasks in ``status``, all topics together."""
         return sum(per_status.get(status, 0) for per_status in self.counts.values())
+
+
+@dataclass(frozen=True, slots=True)
+class MinuteRate:
+    """How many tasks entered each status in one minute (``Store.task_rates``):
+    ``minute`` is its start, in UTC; every status is a key, zero when none
+    entered it. A creation enters pending; done, failed and cancelled are the
+    endings."""
+
+    minute: datetime
+    entered: dict[Status, int]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupProgress:
+    """A group of tasks as a whole (``Store.task_groups``): how many of its
+    tasks are in each status (every status a key, zero when none is), and when
+    its first task was created."""
+
+    group_id: str
+    counts: dict[Status, int]
+    created_at: datetime
+
+    @property
+    def total(self) -> int:
+        """Every task of the group."""
+        return sum(self.counts.values())
 
 
 @dataclass(frozen=True, slots=True)

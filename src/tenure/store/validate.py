@@ -51,6 +51,7 @@ __all__ = [
     "page_limit",
     "prepare",
     "reserve_params",
+    "scan",
     "seconds",
     "status",
     "tag_set",
@@ -64,6 +65,9 @@ __all__ = [
 MAX_DESCRIPTION_LENGTH = 2000
 MAX_RESERVE_LIMIT = 10_000
 MAX_ERROR_TEXT = 64 * 1024
+MAX_SCAN = 10_000_000
+"""Most tasks one read may examine (``scan``): ten million, so that a value
+typed by mistake cannot ask each page to walk a table of any size."""
 
 
 def topic_list(values: object, field: str = "topics") -> list[str] | None:
@@ -163,9 +167,18 @@ def task_filter(filters: TaskFilter) -> TaskFilter:
         optional_text(getattr(filters, name), name)
     moment(filters.created_from, "created_from")
     moment(filters.created_to, "created_to")
+    optional_text(filters.text, "text", max_length=MAX_DESCRIPTION_LENGTH)
     if filters.status is not None:
         status(filters.status)
     return filters
+
+
+def scan(value: object, field: str = "scan") -> int:
+    """How many tasks one read may examine, to bound its work."""
+    count = integer(value, field, minimum=1)
+    if count > MAX_SCAN:
+        raise InvalidInput(field, f"must be at most {MAX_SCAN}")
+    return count
 
 
 def page_limit(limit: object) -> int:

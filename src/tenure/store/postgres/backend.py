@@ -31,7 +31,7 @@ from psycopg_pool import ConnectionPool
 
 from tenure.errors import ConfigError, LeaseLost
 from tenure.store import validate
-from tenure.store.backend import AFTER_ALL, Positioned
+from tenure.store.backend import AFTER_ALL, Listing, Positioned
 from tenure.store.base import Store
 from tenure.store.postgres import rows, schema, statements
 from tenure.store.postgres.driver import (
@@ -210,13 +210,15 @@ class PostgresStore(Listening, PostgresLog, Store):
         return [rows.task(row) for row in self._read("list_group", {"group_id": group_id})]
 
     def _task_list(
-        self, filters: TaskFilter, after: int, limit: int, newest_first: bool
-    ) -> list[Positioned]:
-        params = {"after": after, "limit": limit, **rows.filter_params(filters)}
+        self, filters: TaskFilter, after: int, limit: int, newest_first: bool, scan: int | None
+    ) -> Listing:
+        params = {"after": after, "limit": limit, "scan": scan, **rows.filter_params(filters)}
         query = "list_tasks"
         if newest_first:
             query, params["before"] = "list_tasks_newest", after or AFTER_ALL
-        return [(row["seq"], rows.task(row)) for row in self._read(query, params)]
+        found = self._read(query if scan is None else f"{query}_scan", params)
+        tasks = [(row["seq"], rows.task(row)) for row in found if row["seq"] is not None]
+        return Listing(tasks, None if scan is None else found[0]["examined_to"])
 
     def _task_count(self, filters: TaskFilter) -> int:
         count: int = self._read("count_tasks", rows.filter_params(filters))[0]["count"]

@@ -1,7 +1,7 @@
 """The PostgreSQL store's event log, reports and operator's reads: the backend
 methods behind :class:`~tenure.store.eventlog.EventLog` and
 :class:`~tenure.store.operating.Operating`, each one statement (task_stats: three
-in one read-only snapshot)."""
+in one read-only snapshot; task_groups: one, in a transaction with JIT off)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
-from tenure.store.backend import EventPosition, EventRead
+from tenure.store.backend import EventPosition, EventRead, GroupTally
 from tenure.store.postgres import rows, statements
 from tenure.store.postgres.rows import Row
 from tenure.store.postgres.schema import Q
@@ -64,10 +64,29 @@ class PostgresLog:
             conn.execute(Q["read_only_snapshot"])
             found = [
                 statements.fetch(conn, "stats_counts", {}),
-                statements.fetch(conn, "stats_oldest_pending", {}),
+                statements.fetch(conn, "stats_oldest_pending", {"now": now}),
                 statements.fetch(conn, "stats_endings", {"since": since}),
             ]
         return rows.queue_stats(now, since, *found)
+
+    def _task_rates(
+        self, since: datetime, until: datetime, topic: str | None
+    ) -> dict[datetime, dict[Status, int]]:
+        params = {"since": since, "until": until, "topic": topic}
+        entered: dict[datetime, dict[Status, int]] = {}
+        for row in self._read("task_rates", params):
+            minute = rows.moment(row, "minute")
+            entered.setdefault(minute, {})[Status(row["status"])] = row["count"]
+        return entered
+
+    def _task_groups(self, limit: int, scan: int) -> list[GroupTally]:
+        with self._connection() as conn, conn.transaction():
+            conn.execute(Q["without_jit"])
+            found = statements.fetch(conn, "task_groups", {"limit": limit, "scan": scan})
+        return [
+            (row["group_id"], Status(row["status"]), row["count"], rows.moment(row, "created_at"))
+            for row in found
+        ]
 
     def _report_save(self, report: Report) -> Report | None:
         found = self._read("report_save", rows.report_params(report))

@@ -41,7 +41,23 @@ def migrate(url: str, *, connect_timeout: float | None = None) -> list[int]:
 
 
 def migrate_connection(conn: psycopg.Connection[Any]) -> list[int]:
-    """Apply what is missing over ``conn`` (autocommit, no transaction open)."""
+    """Apply what is missing over ``conn`` (autocommit, no transaction open).
+
+    The transaction is READ COMMITTED whatever the server's default: a
+    migration that fills a table from another (0008's tallies) locks that
+    table first, and each of its statements must then see every write
+    committed before the lock, which a snapshot taken at the transaction's
+    start (REPEATABLE READ, SERIALIZABLE) would not.
+    """
+    isolation = conn.isolation_level
+    conn.isolation_level = psycopg.IsolationLevel.READ_COMMITTED
+    try:
+        return _apply_missing(conn)
+    finally:
+        conn.isolation_level = isolation
+
+
+def _apply_missing(conn: psycopg.Connection[Any]) -> list[int]:
     applied_now: list[int] = []
     with translated(), conn.transaction():
         conn.execute(Q["lock_migrations"])
@@ -85,7 +101,8 @@ def script(done: Collection[int] = ()) -> str:
         f"-- tenure: PostgreSQL schema migrations {names}.\n"
         "-- One transaction: each migration is recorded in tenure_migrations, so\n"
         "-- stores opened afterwards find the schema current and change nothing.\n"
-        "BEGIN;",
+        "-- READ COMMITTED: see migrate_connection.\n"
+        "BEGIN ISOLATION LEVEL READ COMMITTED;",
         Q["lock_migrations"],
         Q["create_migration_ledger"],
     ]

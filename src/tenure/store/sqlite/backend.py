@@ -23,7 +23,14 @@ from typing import Any
 
 from tenure.clock import epoch_or_now, from_epoch, utcnow
 from tenure.errors import ConfigError, DuplicateTask, LeaseLost, StoreError, StoreUnavailable
-from tenure.store.backend import AFTER_ALL, EventPosition, EventRead, Positioned
+from tenure.store.backend import (
+    AFTER_ALL,
+    EventPosition,
+    EventRead,
+    GroupTally,
+    Listing,
+    Positioned,
+)
 from tenure.store.base import DEFAULT_MAX_PAYLOAD_BYTES, Store
 from tenure.store.refusals import LOST_ERROR, Answer, admin_refusal, refusal
 from tenure.store.sqlite import eventlog, rows, schema, unique
@@ -238,13 +245,15 @@ class SQLiteStore(Watching, Store):
         return [rows.task(row) for row in self._read("list_group", {"group_id": group_id})]
 
     def _task_list(
-        self, filters: TaskFilter, after: int, limit: int, newest_first: bool
-    ) -> list[Positioned]:
-        params = {"after": after, "limit": limit, **rows.filter_params(filters)}
+        self, filters: TaskFilter, after: int, limit: int, newest_first: bool, scan: int | None
+    ) -> Listing:
+        params = {"after": after, "limit": limit, "scan": scan, **rows.filter_params(filters)}
         query = "list_tasks"
         if newest_first:
             query, params["before"] = "list_tasks_newest", after or AFTER_ALL
-        return [(row["seq"], rows.task(row)) for row in self._read(query, params)]
+        found = self._read(query if scan is None else f"{query}_scan", params)
+        tasks = [(row["seq"], rows.task(row)) for row in found if row["seq"] is not None]
+        return Listing(tasks, None if scan is None else found[0]["examined_to"])
 
     def _task_count(self, filters: TaskFilter) -> int:
         count: int = self._read("count_tasks", rows.filter_params(filters))[0][0]
@@ -403,6 +412,16 @@ class SQLiteStore(Watching, Store):
     def _task_stats(self, now: datetime, since: datetime) -> QueueStats:
         with self._use() as conn:
             return eventlog.task_stats(conn, now, since)
+
+    def _task_rates(
+        self, since: datetime, until: datetime, topic: str | None
+    ) -> dict[datetime, dict[Status, int]]:
+        with self._use() as conn:
+            return eventlog.task_rates(conn, since, until, topic)
+
+    def _task_groups(self, limit: int, scan: int) -> list[GroupTally]:
+        with self._use() as conn:
+            return eventlog.task_groups(conn, limit, scan)
 
     def _report_save(self, report: Report) -> Report | None:
         with self._write() as conn:

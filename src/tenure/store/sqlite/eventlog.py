@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from tenure.clock import from_epoch, to_epoch
-from tenure.store.backend import EventRead
+from tenure.store.backend import EventRead, GroupTally
 from tenure.store.sqlite import rows
 from tenure.store.sqlite.schema import Q
 from tenure.store.types import Event, EventPage, QueueStats, Report
@@ -69,6 +69,26 @@ def task_stats(conn: sqlite3.Connection, now: datetime, since: datetime) -> Queu
     oldest = {row["topic"]: from_epoch(row["since"]) for row in waiting}
     endings = per_topic(conn.execute(Q["stats_endings"], {"since": to_epoch(since)}))
     return QueueStats(now, since, counts, oldest, endings)
+
+
+def task_rates(
+    conn: sqlite3.Connection, since: datetime, until: datetime, topic: str | None
+) -> dict[datetime, dict[Status, int]]:
+    """Per minute start, how many tasks entered each status, from the events."""
+    params = {"since": to_epoch(since), "until": to_epoch(until), "topic": topic}
+    entered: dict[datetime, dict[Status, int]] = {}
+    for row in conn.execute(Q["task_rates"], params):
+        entered.setdefault(from_epoch(row["minute"]), {})[Status(row["status"])] = row["count"]
+    return entered
+
+
+def task_groups(conn: sqlite3.Connection, limit: int, scan: int) -> list[GroupTally]:
+    """Per recent group and status, its tasks and their earliest creation."""
+    found = conn.execute(Q["task_groups"], {"limit": limit, "scan": scan})
+    return [
+        (row["group_id"], Status(row["status"]), row["count"], from_epoch(row["created_at"]))
+        for row in found
+    ]
 
 
 def transition_totals(conn: sqlite3.Connection) -> dict[str, dict[Status, int]]:

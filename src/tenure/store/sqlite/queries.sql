@@ -41,30 +41,18 @@ SELECT * FROM tasks WHERE id = :id;
 -- name: list_group
 SELECT * FROM tasks WHERE group_id = :group_id ORDER BY seq;
 
+-- The filters (index_filters, row_filters) are at the end, with the listings
+-- whose work a scan bounds.
 -- name: list_tasks
 SELECT * FROM tasks
-WHERE seq > :after
-  AND (:topic IS NULL OR topic = :topic)
-  AND (:sub_topic IS NULL OR sub_topic = :sub_topic)
-  AND (:status IS NULL OR status = :status)
-  AND (:name IS NULL OR name = :name)
-  AND (:group_id IS NULL OR group_id = :group_id)
-  AND (:created_from IS NULL OR created_at >= :created_from)
-  AND (:created_to IS NULL OR created_at < :created_to)
+WHERE seq > :after {index_filters} {row_filters}
 ORDER BY seq
 LIMIT :limit;
 
 -- The same, newest first: from the position before :before, backwards.
 -- name: list_tasks_newest
 SELECT * FROM tasks
-WHERE seq < :before
-  AND (:topic IS NULL OR topic = :topic)
-  AND (:sub_topic IS NULL OR sub_topic = :sub_topic)
-  AND (:status IS NULL OR status = :status)
-  AND (:name IS NULL OR name = :name)
-  AND (:group_id IS NULL OR group_id = :group_id)
-  AND (:created_from IS NULL OR created_at >= :created_from)
-  AND (:created_to IS NULL OR created_at < :created_to)
+WHERE seq < :before {index_filters} {row_filters}
 ORDER BY seq DESC
 LIMIT :limit;
 
@@ -332,14 +320,7 @@ PRAGMA synchronous = NORMAL;
 PRAGMA synchronous = EXTRA;
 
 -- name: count_tasks
-SELECT count(*) FROM tasks
-WHERE (:topic IS NULL OR topic = :topic)
-  AND (:sub_topic IS NULL OR sub_topic = :sub_topic)
-  AND (:status IS NULL OR status = :status)
-  AND (:name IS NULL OR name = :name)
-  AND (:group_id IS NULL OR group_id = :group_id)
-  AND (:created_from IS NULL OR created_at >= :created_from)
-  AND (:created_to IS NULL OR created_at < :created_to);
+SELECT count(*) FROM tasks WHERE true {index_filters} {row_filters};
 
 -- Retention: finished tasks and old events go in bounded batches.
 -- name: prune_tasks
@@ -529,11 +510,13 @@ SELECT * FROM events WHERE task_id = :task_id ORDER BY id;
 -- name: stats_counts
 SELECT topic, status, count(*) AS count FROM tasks GROUP BY topic, status;
 
--- Per topic, since when its oldest runnable pending task has waited.
+-- Per topic, the longest wait among the pending tasks runnable at :now: the
+-- earliest time one became runnable (its run_at, or its creation if it had no
+-- delay), among those that became runnable by :now.
 -- name: stats_oldest_pending
 SELECT topic, min(coalesce(run_at, created_at)) AS since
 FROM tasks
-WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
+WHERE status = 'pending' AND coalesce(run_at, created_at) <= :now
 GROUP BY topic;
 
 -- How many tasks ended (done, failed, cancelled) since :since, by how, per topic.
@@ -543,9 +526,104 @@ FROM events
 WHERE at >= :since AND to_status IN ('done', 'failed', 'cancelled')
 GROUP BY topic, to_status;
 
--- Per topic, the tasks that entered each status, from the events still kept
--- (SQLite keeps no tallies: its tables are counted when asked).
+-- Per topic, the tasks that entered each status: the totals the events'
+-- trigger keeps (0006_transition_totals.sql), which pruning leaves alone.
 -- name: transition_totals
-SELECT topic, to_status AS status, count(*) AS count
-FROM events WHERE to_status <> 'report'
-GROUP BY topic, to_status;
+SELECT topic, status, n AS count FROM task_transition_totals;
+
+-- Listing, and what the dashboard reads.
+--
+-- A listing's filters: those an index narrows to (status, group), and those
+-- checked on each row. text is a literal substring of the description: instr
+-- takes no pattern, and lower() folds ASCII letters only (as PostgreSQL's
+-- does in the "C" collation), so both stores match the same tasks.
+-- fragment: index_filters
+AND (:status IS NULL OR status = :status)
+  AND (:group_id IS NULL OR group_id = :group_id)
+
+-- fragment: row_filters
+AND (:topic IS NULL OR topic = :topic)
+  AND (:sub_topic IS NULL OR sub_topic = :sub_topic)
+  AND (:name IS NULL OR name = :name)
+  AND (:text IS NULL OR instr(lower(description), lower(:text)) > 0)
+  AND (:created_from IS NULL OR created_at >= :created_from)
+  AND (:created_to IS NULL OR created_at < :created_to)
+
+-- A page whose work :scan bounds: the tasks examined are the first :scan past
+-- the cursor among those of the status and group asked for, in the listing's
+-- order, and row_filters pick the page among them. reach is the position of
+-- the last of them (NULL when fewer than :scan are left), and the page is
+-- taken from the positions up to it: the same tasks as taking the page among
+-- the first :scan (what PostgreSQL's query does), but SQLite, which cannot
+-- tell that those come in order, would sort them all before taking a page.
+-- examined_to is reach when the page came out short: the next page starts
+-- after it. One row comes back even for an empty page, to carry it.
+-- name: list_tasks_scan
+WITH reach AS MATERIALIZED (
+    SELECT (SELECT seq FROM tasks
+            WHERE seq > :after {index_filters}
+            ORDER BY seq
+            LIMIT 1 OFFSET :scan - 1) AS seq
+), page AS (
+    SELECT * FROM tasks
+    WHERE seq > :after AND seq <= coalesce((SELECT seq FROM reach), 9223372036854775807)
+      {index_filters} {row_filters}
+    ORDER BY seq
+    LIMIT :limit
+)
+SELECT page.*,
+       CASE WHEN (SELECT count(*) FROM page) < :limit THEN (SELECT seq FROM reach)
+       END AS examined_to
+FROM (SELECT 1) AS one
+LEFT JOIN page ON true
+ORDER BY page.seq;
+
+-- The same, newest first: from the position before :before, backwards.
+-- name: list_tasks_newest_scan
+WITH reach AS MATERIALIZED (
+    SELECT (SELECT seq FROM tasks
+            WHERE seq < :before {index_filters}
+            ORDER BY seq DESC
+            LIMIT 1 OFFSET :scan - 1) AS seq
+), page AS (
+    SELECT * FROM tasks
+    WHERE seq < :before AND seq >= coalesce((SELECT seq FROM reach), 0)
+      {index_filters} {row_filters}
+    ORDER BY seq DESC
+    LIMIT :limit
+)
+SELECT page.*,
+       CASE WHEN (SELECT count(*) FROM page) < :limit THEN (SELECT seq FROM reach)
+       END AS examined_to
+FROM (SELECT 1) AS one
+LEFT JOIN page ON true
+ORDER BY page.seq DESC;
+
+-- How many tasks entered each status in each minute from :since to :until (a
+-- creation enters pending), counted from the event log: walks events_by_time
+-- over those minutes only. Reports are not transitions.
+-- name: task_rates
+SELECT CAST(at / 60 AS INTEGER) * 60 AS minute, to_status AS status, count(*) AS count
+FROM events
+WHERE at >= :since AND at < :until AND to_status <> 'report'
+  AND (:topic IS NULL OR topic = :topic)
+GROUP BY CAST(at / 60 AS INTEGER), to_status;
+
+-- The groups with tasks among the newest :scan (walking the table backwards
+-- from its end), the group of the newest first, at most :limit; each with its
+-- tasks per status and its earliest creation, over all its tasks (walks
+-- tasks_by_group).
+-- name: task_groups
+WITH recent AS (
+    SELECT group_id, max(seq) AS newest
+    FROM (SELECT seq, group_id FROM tasks ORDER BY seq DESC LIMIT :scan)
+    WHERE group_id IS NOT NULL
+    GROUP BY group_id
+    ORDER BY newest DESC
+    LIMIT :limit
+)
+SELECT recent.group_id, t.status, count(*) AS count, min(t.created_at) AS created_at
+FROM recent
+JOIN tasks AS t ON t.group_id = recent.group_id
+GROUP BY recent.newest, recent.group_id, t.status
+ORDER BY recent.newest DESC, t.status;

@@ -40,6 +40,7 @@ def filter_params(filters: TaskFilter) -> dict[str, Any]:
         "status": None if filters.status is None else str(filters.status),
         "name": filters.name,
         "group_id": filters.group_id,
+        "text": filters.text,
         "created_from": epoch(filters.created_from),
         "created_to": epoch(filters.created_to),
     }
