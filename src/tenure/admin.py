@@ -9,7 +9,7 @@ from datetime import datetime
 from tenure.errors import InvalidInput, TaskNotFound
 from tenure.store import Store, TaskFilter, UniqueLock
 from tenure.store.operating import DEFAULT_WINDOW
-from tenure.store.types import Event, Page, QueueStats, WorkerInfo
+from tenure.store.types import Event, GroupProgress, MinuteRate, Page, QueueStats, WorkerInfo
 from tenure.store.validate import status as parse_status
 from tenure.task import Status, Task
 
@@ -51,6 +51,14 @@ class TaskAdmin:
         """The queue at a glance (see :meth:`~tenure.store.Store.task_stats`)."""
         return self.store.task_stats(window=window)
 
+    def rates(self, *, minutes: int = 60) -> builtins.list[MinuteRate]:
+        """Tasks entering each status per minute, the last ``minutes`` minutes."""
+        return self.store.task_rates(minutes=minutes)
+
+    def groups(self, *, limit: int = 50, scan: int = 100_000) -> builtins.list[GroupProgress]:
+        """The groups of the newest ``scan`` tasks, newest first, with their progress."""
+        return self.store.task_groups(limit=limit, scan=scan)
+
     def page(
         self,
         filters: TaskFilter | None = None,
@@ -58,10 +66,14 @@ class TaskAdmin:
         cursor: str | None = None,
         limit: int = 50,
         newest_first: bool = True,
+        scan: int | None = None,
     ) -> Page:
         """One page of matching tasks, newest first unless told otherwise; its
-        ``cursor`` resumes after it."""
-        return self.store.task_list(filters, cursor=cursor, limit=limit, newest_first=newest_first)
+        ``cursor`` resumes after it. ``scan`` bounds the tasks examined (see
+        :meth:`~tenure.store.Store.task_list`)."""
+        return self.store.task_list(
+            filters, cursor=cursor, limit=limit, newest_first=newest_first, scan=scan
+        )
 
     def purge(
         self, statuses: Collection[Status | str], older_than: float, *, batch: int = 1000

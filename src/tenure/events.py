@@ -20,6 +20,7 @@ cursor still moves past the events they leave out.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 from collections.abc import AsyncIterator, Callable, Collection, Iterator
@@ -124,6 +125,36 @@ class _Reader:
             return matching, HELD_BACK_PAUSES[min(self._held, len(HELD_BACK_PAUSES)) - 1]
         self._held = 0
         return matching, self.store.event_poll
+
+
+class _LoopWake(threading.Event):
+    """The flag a store sets from its own threads when events may have been
+    appended, which also wakes a coroutine waiting on an event loop."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__()
+        self._loop = loop
+        self._ready = asyncio.Event()
+
+    def set(self) -> None:
+        super().set()
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
+            self._loop.call_soon_threadsafe(self._ready.set)
+
+    def clear(self) -> None:
+        super().clear()
+        self._ready.clear()
+
+    async def wait_async(self, timeout: float) -> None:
+        """Until set, or ``timeout`` seconds."""
+        if self.is_set():
+            return
+        # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a
+        # cancellation that arrives as the flag is set, and the follower would
+        # then outlive the task that cancelled it.
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await self._ready.wait()
 
 
 class Subscription:
@@ -231,9 +262,10 @@ class Events:
         task_ids: Collection[str] | None = None,
     ) -> AsyncIterator[Event]:
         """:meth:`follow` for async code: ``async for event in app.events.afollow()``.
-        Reads and waits run on the default executor; the event loop never blocks."""
+        Reads run on the default executor, so the event loop never blocks; waits
+        are the loop's own, so a thousand idle followers hold no thread."""
         wanted = EventFilter.of(topics, names, kinds, task_ids)
-        store, wake = self._store(), threading.Event()
+        store, wake = self._store(), _LoopWake(asyncio.get_running_loop())
         reader = _Reader(store, after, wanted)
         unsubscribe = await asyncio.to_thread(store.event_notify, wake)
         try:
@@ -243,7 +275,7 @@ class Events:
                 for event in events:
                     yield event
                 if pause:
-                    await asyncio.to_thread(wake.wait, pause)
+                    await wake.wait_async(pause)
         finally:
             unsubscribe()
 

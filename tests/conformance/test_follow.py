@@ -5,6 +5,7 @@ callbacks on a thread, and serves asyncio code."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 from collections.abc import Iterator
 
@@ -112,6 +113,38 @@ def test_afollow_serves_asyncio_code(store: Store) -> None:
         raise AssertionError("afollow ended")
 
     assert asyncio.run(asyncio.wait_for(follow(), 10)) == ["a", "b"]
+
+
+def test_idle_async_followers_hold_no_thread(store: Store) -> None:
+    """Followers waiting for events wait on the event loop, not on executor
+    threads: with four of them idle and a two-thread executor, other work on the
+    executor still runs at once (a follower used to hold a thread for each
+    wait, up to ``event_poll`` seconds, here 30)."""
+    store.event_poll = 30.0
+    create(store, "a")
+
+    async def idle_follower(seen: asyncio.Event) -> None:
+        async for event in Events(lambda: store).afollow():
+            if event.task_id == "a":
+                seen.set()
+
+    async def main() -> list[str]:
+        asyncio.get_running_loop().set_default_executor(
+            concurrent.futures.ThreadPoolExecutor(max_workers=2)
+        )
+        seen = [asyncio.Event() for _ in range(4)]
+        followers = [asyncio.create_task(idle_follower(s)) for s in seen]
+        await asyncio.wait_for(asyncio.gather(*(s.wait() for s in seen)), 10)
+        await asyncio.sleep(0.2)  # each has gone back to waiting for more
+        try:
+            await asyncio.wait_for(asyncio.to_thread(create, store, "b"), 5)
+            return [event.task_id for event in store.event_list()]
+        finally:
+            for follower in followers:
+                follower.cancel()
+            await asyncio.gather(*followers, return_exceptions=True)
+
+    assert asyncio.run(main()) == ["a", "b"]
 
 
 @pytest.mark.parametrize(

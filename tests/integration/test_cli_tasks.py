@@ -5,6 +5,7 @@ print, as tables and JSON, and one line and the right exit code per mistake."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -99,7 +100,21 @@ def test_tasks_lists_newest_first_with_filters_and_pages(
     assert [t["id"] for t in out_json(capsys)["tasks"]] == ["t-1", "t-3"]
     assert main(["tasks", "--url", store_url, "--limit", "2"]) == 0
     table = capsys.readouterr().out
-    assert "t-4" in table and "t-2" not in table and "--after" in table
+    # Whole words only: the hint repeats the store's path, which may hold "t-2".
+    shown = {word for word in table.split() if re.fullmatch(r"t-\d", word)}
+    assert "t-4" in shown and "t-2" not in shown and "--after" in table
+
+
+def test_tasks_and_cancel_take_a_text_of_the_description(
+    store: Store, store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for n, description in enumerate(["Nightly REPORT", "sync 50%", None]):
+        store.task_create(NewTask(topic="t", name="n", id=f"d-{n}", description=description))
+    assert main(["tasks", "--url", store_url, "--json", "--text", "report"]) == 0
+    assert [t["id"] for t in out_json(capsys)["tasks"]] == ["d-0"]
+    assert main(["cancel", "--url", store_url, "--text", "50%", "--yes"]) == 0
+    assert "cancelled 1 tasks" in capsys.readouterr().out
+    assert [t.id for t in store.task_list().tasks if t.status is Status.CANCELLED] == ["d-1"]
 
 
 def test_show_takes_a_unique_prefix_and_shows_error_and_history(

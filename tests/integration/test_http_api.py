@@ -343,9 +343,13 @@ def test_every_route_needs_the_token_unless_insecure(app: App) -> None:
             assert answer.status_code != 401, (method, path)
         twice = [("Authorization", f"Bearer {TOKEN}"), ("Authorization", "Bearer other")]
         assert client.get("/api/stats", headers=httpx.Headers(twice)).status_code == 401
-    with TestClient(create_app(app, token=None, insecure=True)) as client:  # no token asked
+    unguarded = create_app(app, token=None, insecure=True)
+    with TestClient(unguarded, base_url="http://127.0.0.1:8765") as client:  # no token asked
         assert client.get("/api/stats").status_code == 200
         assert "security" not in client.get("/api/openapi.json").json()
+        # A name that merely resolves to this machine (DNS rebinding) is refused.
+        assert client.get("/api/stats", headers={"Host": "evil.example"}).status_code == 400
+        assert client.get("/", headers={"Host": "evil.example:8765"}).status_code == 400
 
 
 @pytest.mark.parametrize(

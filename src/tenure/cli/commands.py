@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from rich import box
 from rich.markup import escape
@@ -16,7 +16,7 @@ from tenure.admin import TaskAdmin
 from tenure.app import load_app
 from tenure.cli.output import STATUS_STYLE, console, print_json
 from tenure.cli.parsing import duration, where
-from tenure.maintenance.periodic import Periodic
+from tenure.maintenance.periodic import PeriodicState, periodic_states
 from tenure.shapes import lock_json, stats_json, worker_json
 from tenure.store.migrate import migrate_store, migration_sql
 from tenure.task import Status
@@ -165,33 +165,29 @@ def _age(seconds: float) -> str:
 
 
 def _periodic(admin: TaskAdmin, args: argparse.Namespace) -> int:
-    periodics = load_app(args.app).periodics
-    now = admin.store.clock_now()
-    rows = []
-    for periodic in periodics:
-        last = admin.store.task_last_id(periodic.id_prefix)
-        upcoming = next(periodic.ticks(now, now + timedelta(days=400)), None)
-        rows.append((periodic, upcoming, last))
+    states = periodic_states(load_app(args.app).periodics, admin.store)
     if args.json:
-        print_json([_periodic_json(p, n, last) for p, n, last in rows])
+        print_json([_periodic_json(state) for state in states])
         return 0
-    table = Table(caption=f"{len(rows)} periodic tasks", box=box.SIMPLE_HEAD, pad_edge=False)
+    table = Table(caption=f"{len(states)} periodic tasks", box=box.SIMPLE_HEAD, pad_edge=False)
     for column in ("name", "schedule", "task", "next tick", "last enqueued"):
         table.add_column(column, no_wrap=True)
-    for periodic, upcoming, last in rows:
+    for state in states:
+        periodic = state.periodic
         cells = (periodic.name, str(periodic.schedule), periodic.function.name)
-        table.add_row(*map(escape, cells), _when(upcoming), escape(last or "never"))
+        last = escape(state.last_task_id or "never")
+        table.add_row(*map(escape, cells), _when(state.next_tick), last)
     console.print(table)
     return 0
 
 
-def _periodic_json(periodic: Periodic, upcoming: datetime | None, last: str | None) -> object:
+def _periodic_json(state: PeriodicState) -> object:
     return {
-        "name": periodic.name,
-        "schedule": periodic.schedule,
-        "task": periodic.function.name,
-        "next_tick": None if upcoming is None else upcoming.isoformat(),
-        "last_task_id": last,
+        "name": state.periodic.name,
+        "schedule": state.periodic.schedule,
+        "task": state.periodic.function.name,
+        "next_tick": None if state.next_tick is None else state.next_tick.isoformat(),
+        "last_task_id": state.last_task_id,
     }
 
 

@@ -1,4 +1,5 @@
-"""``tenure serve``: the HTTP API of an App (:mod:`tenure.http`) under uvicorn.
+"""``tenure serve``: the HTTP API and the web dashboard of an App (:mod:`tenure.http`)
+under uvicorn.
 
 Every request needs ``Authorization: Bearer <token>``. The token comes from
 ``$TENURE_API_TOKEN``; without it one is made for this run and printed once on
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING
 from tenure import logs
 from tenure.app import App, load_app
 from tenure.cli.output import error
+from tenure.cli.serve import running_options
 from tenure.errors import ConfigError, StoreUnavailable
 from tenure.store.url import describe_url
 
@@ -49,29 +51,17 @@ def add(
     """Add ``serve`` to ``subcommands``."""
     parser = subcommands.add_parser(
         "serve",
-        help="serve an App's HTTP API (needs tenure[web])",
-        description="Serve the HTTP API of an App's tasks and store under /api, behind a "
-        f"bearer token (${TOKEN_VARIABLE}, or one printed at start), until SIGTERM or SIGINT.",
-        parents=[url_too],
+        help="serve an App's HTTP API and web dashboard (needs tenure[web])",
+        description="Serve the HTTP API of an App's tasks and store under /api and its web "
+        f"dashboard at /, behind a token (${TOKEN_VARIABLE}, or one printed at start), until "
+        "SIGTERM or SIGINT.",
+        parents=[url_too, running_options()],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    parser.add_argument(
-        "--app", required=True, help="module:attribute of your tenure.App, e.g. tasks:app"
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (0.0.0.0: all)")
     parser.add_argument("--port", type=port, default=DEFAULT_PORT, help="port to listen on")
     parser.add_argument(
         "--insecure", action="store_true", help="no token: only on a loopback host, for trying out"
-    )
-    parser.add_argument(
-        "--log-level",
-        type=str.lower,
-        choices=logs.LEVELS,
-        default="info",
-        help="least severe shown",
-    )
-    parser.add_argument(
-        "--log-format", type=str.lower, choices=logs.FORMATS, default="text", help="text or JSON"
     )
     parser.set_defaults(run=None, serve=serve)
 
@@ -193,6 +183,9 @@ def build_server(api: ASGIApp, args: argparse.Namespace) -> tuple[uvicorn.Server
         access_log=True,
         server_header=False,
         lifespan="off",
+        # A dashboard tab holds a stream of live updates open: a stop waits this
+        # long for it, then closes it (the browser reconnects to the next server).
+        timeout_graceful_shutdown=3,
     )
     return uvicorn.Server(config), listening
 
@@ -202,8 +195,10 @@ def _announce(app: App, listening: socket.socket, *, secured: bool) -> None:
     where = f"[{host}]" if ":" in host else host
     guard = "bearer token required" if secured else "NO TOKEN (--insecure)"
     log.info(
-        "HTTP API of %s on http://%s:%d/api (%s); %d tasks registered",
+        "HTTP API of %s on http://%s:%d/api, dashboard on http://%s:%d/ (%s); %d tasks registered",
         describe_url(app.url),
+        where,
+        bound,
         where,
         bound,
         guard,

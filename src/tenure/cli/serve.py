@@ -17,11 +17,9 @@ from tenure.maintenance.scheduler import DEFAULT_RETENTION, CycleReport
 from tenure.store.url import open_patiently
 
 
-def add(
-    subcommands: argparse._SubParsersAction[argparse.ArgumentParser],
-    url_too: argparse.ArgumentParser,
-) -> list[argparse.ArgumentParser]:
-    """Add both commands; returns their parsers (their settings are layered)."""
+def running_options() -> argparse.ArgumentParser:
+    """The options of every long-running command (worker, scheduler, serve): the
+    App, and how to log."""
     running = argparse.ArgumentParser(add_help=False)
     running.add_argument(
         "--app", required=True, help="module:attribute of your tenure.App, e.g. tasks:app"
@@ -40,6 +38,15 @@ def add(
         default="text",
         help="text lines, or one JSON object per line for log pipelines",
     )
+    return running
+
+
+def add(
+    subcommands: argparse._SubParsersAction[argparse.ArgumentParser],
+    url_too: argparse.ArgumentParser,
+) -> list[argparse.ArgumentParser]:
+    """Add both commands; returns their parsers (their settings are layered)."""
+    running = running_options()
     scheduling = _scheduling_options()
     worker = subcommands.add_parser(
         "worker",

@@ -99,6 +99,9 @@ def _filter_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sub-topic", help="only tasks of this sub-topic")
     parser.add_argument("--name", help="only tasks of this registered name")
     parser.add_argument("--group", help="only tasks of this group id")
+    parser.add_argument(
+        "--text", help="only tasks whose description contains this (ASCII letters in any case)"
+    )
     parser.add_argument("--since", type=moment, help="created since: 2h, 3d or an ISO time")
     parser.add_argument("--before", type=moment, help="created before: 2h, 3d or an ISO time")
 
@@ -119,6 +122,7 @@ def _filters(args: argparse.Namespace) -> TaskFilter:
         group_id=args.group,
         created_from=args.since,
         created_to=args.before,
+        text=args.text,
     )
 
 
@@ -224,7 +228,7 @@ def _resolve(admin: TaskAdmin, task_id: str, args: argparse.Namespace) -> Task:
 def _change(args: argparse.Namespace) -> int:
     by_filter = any(
         getattr(args, f) is not None
-        for f in ("status", "topic", "sub_topic", "name", "group", "since", "before")
+        for f in ("status", "topic", "sub_topic", "name", "group", "text", "since", "before")
     )
     if bool(args.task_ids) == by_filter:
         raise InvalidInput(args.change, "give task ids, or filters (--status …): one of the two")

@@ -18,10 +18,11 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tenure.app import App
 from tenure.errors import (
@@ -34,6 +35,7 @@ from tenure.errors import (
     TenureError,
     UniqueConflict,
 )
+from tenure.http.dashboard import Site
 from tenure.http.inputs import ApiError
 from tenure.http.openapi import document
 from tenure.http.routes import Api, reply
@@ -47,19 +49,34 @@ RETRY_AFTER = "5"
 """Seconds a client is asked to wait after a 503, while the store is out of reach."""
 
 
-def create_app(app: App, *, token: str | None, insecure: bool = False) -> Starlette:
-    """The HTTP API of ``app``'s store and tasks, under ``/api``.
+def create_app(
+    app: App, *, token: str | None, insecure: bool = False, dashboard: bool = True
+) -> Starlette:
+    """The HTTP API of ``app``'s store and tasks under ``/api``, its Prometheus
+    figures at ``/metrics``, and (unless ``dashboard=False``) the web dashboard
+    at ``/``.
 
-    Every request must carry ``Authorization: Bearer <token>``, unless
+    Every API request must carry ``Authorization: Bearer <token>``, unless
     ``insecure`` (then ``token`` must be ``None``): a queue's API enqueues and
-    cancels work, and is never meant to be open by accident. The token is at
-    least 16 visible ASCII characters (``secrets.token_urlsafe()`` makes one).
+    cancels work, and is never meant to be open by accident. The dashboard asks
+    for the same token once, at its login page. The token is at least 16
+    visible ASCII characters (``secrets.token_urlsafe()`` makes one). Without a
+    token, only requests addressed to a loopback name (``Host``) are answered,
+    so that a web page elsewhere cannot reach the server through a name it
+    controls that resolves to 127.0.0.1.
     """
     expected = _checked_token(token, insecure)
     served = document(secured=not insecure)
-    middleware = [] if expected is None else [Middleware(BearerAuth, token=expected)]
+    middleware = [Middleware(SecurityHeaders)]
+    if expected is None:
+        middleware.append(Middleware(TrustedHostMiddleware, allowed_hosts=LOOPBACK_NAMES))
+    else:
+        middleware.append(Middleware(BearerAuth, token=expected))
+    routes: list[BaseRoute] = [*Api(app, served).routes(), metrics_route(app)]
+    if dashboard:
+        routes += Site(app, expected).routes()
     return Starlette(
-        routes=[*Api(app, served).routes(), metrics_route(app)],
+        routes=routes,
         middleware=middleware,
         exception_handlers={
             ApiError: _api_error,
@@ -101,9 +118,49 @@ def _digest(value: bytes) -> bytes:
     return hashlib.sha256(value).digest()
 
 
+LOOPBACK_NAMES = ["localhost", "127.0.0.1", "::1", "[::1]"]
+"""The ``Host`` names an unguarded server answers to."""
+
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
+
+
+class SecurityHeaders:
+    """Headers on every answer that keep a browser from running, framing or
+    sniffing anything this server did not mean: a strict Content-Security-Policy
+    (scripts and styles from this server only, no inline ones), no framing, no
+    MIME sniffing, no referrer to other sites."""
+
+    HEADERS: tuple[tuple[bytes, bytes], ...] = (
+        (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
+        (b"x-content-type-options", b"nosniff"),
+        (b"x-frame-options", b"DENY"),
+        (b"referrer-policy", b"same-origin"),
+    )
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *self.HEADERS]
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
 class BearerAuth:
-    """Refuses every request (and websocket) without ``Authorization: Bearer
-    <token>``: 401 with ``WWW-Authenticate: Bearer``. Tokens are compared as
+    """Refuses every request to the API and the metrics without
+    ``Authorization: Bearer <token>``: 401 with ``WWW-Authenticate: Bearer``.
+    The dashboard's pages check their own session instead (a browser sends a
+    cookie, not a header). Tokens are compared as
     digests with :func:`hmac.compare_digest`, so the comparison takes the same
     time whatever the client sent, even its length. Nothing here logs."""
 
@@ -112,7 +169,7 @@ class BearerAuth:
         self._expected = _digest(token.encode())
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] not in ("http", "websocket"):  # lifespan
+        if scope["type"] not in ("http", "websocket") or not _guarded(scope["path"]):
             await self.app(scope, receive, send)
             return
         answer = self._check(scope["headers"])
@@ -136,6 +193,11 @@ class BearerAuth:
             return None
         challenge += ', error="invalid_token"'
         return _unauthorized("the bearer token is not valid", challenge)
+
+
+def _guarded(path: str) -> bool:
+    """Whether a path is the API's or the metrics' (bearer token), not the dashboard's."""
+    return path in {"/metrics", "/api"} or path.startswith("/api/")
 
 
 def _unauthorized(message: str, challenge: str) -> Response:

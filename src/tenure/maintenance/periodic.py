@@ -65,6 +65,16 @@ class Periodic:
             yield datetime.fromtimestamp(at, UTC)
             n += 1
 
+    def recent_ticks(self, now: datetime, count: int) -> list[datetime]:
+        """The last ``count`` ticks at or before ``now``, newest first."""
+        if isinstance(self.schedule, str):
+            times = croniter(self.schedule, now.astimezone(UTC) + timedelta(seconds=1))
+            found = [times.get_prev(datetime).astimezone(UTC) for _ in range(count)]
+            return [tick for tick in found if tick <= now]
+        every = float(self.schedule)
+        last = math.floor(now.timestamp() / every)
+        return [datetime.fromtimestamp((last - n) * every, UTC) for n in range(count)]
+
     @property
     def id_prefix(self) -> str:
         """What the id of each of its tasks begins with."""
@@ -72,6 +82,36 @@ class Periodic:
 
     def task_id(self, tick: datetime) -> str:
         return f"{self.id_prefix}{tick.astimezone(UTC).isoformat(timespec='seconds')}"
+
+
+RECENT_TICKS = 20
+"""Ticks a periodic task's state looks back over for the last one enqueued."""
+
+
+@dataclass(frozen=True)
+class PeriodicState:
+    """Where a periodic task stands: its next tick after now, and the id of the
+    last task it enqueued among its :data:`RECENT_TICKS` latest ticks (``None``
+    if none of them was)."""
+
+    periodic: Periodic
+    next_tick: datetime | None
+    last_task_id: str | None
+
+
+def periodic_states(periodics: list[Periodic], store: Store) -> list[PeriodicState]:
+    """The state of each periodic task, on the store's clock (what ``tenure
+    periodic`` and the dashboard show). Each tick's task has a known id, so the
+    last one is found by exact ids, newest first: a lookup by index however
+    many tasks the store holds."""
+    now = store.clock_now()
+    states = []
+    for periodic in periodics:
+        upcoming = next(periodic.ticks(now, now + timedelta(days=400)), None)
+        recent = (periodic.task_id(tick) for tick in periodic.recent_ticks(now, RECENT_TICKS))
+        last = next((task_id for task_id in recent if store.task_get(task_id)), None)
+        states.append(PeriodicState(periodic, upcoming, last))
+    return states
 
 
 class PeriodicEnqueuer:

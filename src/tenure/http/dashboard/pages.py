@@ -1,0 +1,142 @@
+"""What each page of the dashboard shows, read from the store: plain functions
+from the query string and the App to the values a template renders.
+
+Every read is bounded, so that a page answers in a few milliseconds with a
+million tasks: counts come from the store's tallies, listings are keyset pages
+that examine at most :data:`SCAN` tasks, groups are those of the newest tasks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tenure.app import App
+from tenure.errors import InvalidInput
+from tenure.http.dashboard import charts
+from tenure.maintenance.periodic import periodic_states
+from tenure.store import TaskFilter
+from tenure.task import FINISHED, RETRYABLE, Status
+
+PAGE_SIZE = 50
+SCAN = 50_000
+"""Tasks a listing page examines at most, whatever its filters."""
+
+WINDOW = 3600.0
+"""Seconds of endings the overview counts and charts."""
+
+FILTERS = ("status", "topic", "sub_topic", "name", "group", "text")
+MAX_FILTER = 500
+Context = dict[str, Any]
+
+
+def overview(app: App) -> Context:
+    """Counts by topic and status, the last hour's endings, the oldest waits."""
+    admin = app.tasks
+    stats = admin.stats(window=WINDOW)
+    rates = admin.rates(minutes=int(WINDOW // 60))
+    topics = sorted(set(stats.counts) | set(stats.endings))
+    totals = {status: stats.total(status) for status in Status}
+    return {
+        "stats": stats,
+        "topics": topics,
+        "totals": totals,
+        "throughput": charts.throughput(rates),
+        "failures": charts.failure_rate(rates),
+        "workers": len(admin.workers()),
+        "now": stats.at,
+    }
+
+
+@dataclass(frozen=True)
+class Listing:
+    """The tasks page's query: its filters as given, and where the page starts."""
+
+    given: dict[str, str]
+    filters: TaskFilter
+    cursor: str | None
+
+
+def listing(query: Mapping[str, str]) -> Listing:
+    """The tasks page's filters from its query string; ``InvalidInput`` naming
+    the parameter if one is unusable."""
+    given = {key: query[key].strip() for key in FILTERS if query.get(key, "").strip()}
+    for key, value in given.items():
+        if len(value) > MAX_FILTER:
+            raise InvalidInput(key, f"at most {MAX_FILTER} characters")
+    status = given.get("status")
+    if status is not None and status not in {s.value for s in Status}:
+        raise InvalidInput("status", f"no such status: {status!r}")
+    filters = TaskFilter(
+        status=None if status is None else Status(status),
+        topic=given.get("topic"),
+        sub_topic=given.get("sub_topic"),
+        name=given.get("name"),
+        group_id=given.get("group"),
+        text=given.get("text"),
+    )
+    return Listing(given, filters, query.get("after") or None)
+
+
+def tasks(app: App, wanted: Listing) -> Context:
+    """One page of tasks, newest first, and the cursor of the next."""
+    admin = app.tasks
+    page = admin.page(wanted.filters, cursor=wanted.cursor, limit=PAGE_SIZE, scan=SCAN)
+    return {
+        "tasks": page.tasks,
+        "cursor": page.cursor,
+        "short": page.cursor is not None and len(page.tasks) < PAGE_SIZE,
+        "given": wanted.given,
+        "first": wanted.cursor is None,
+        "scan": SCAN,
+        "now": admin.store.clock_now(),
+    }
+
+
+def task(app: App, id_or_prefix: str) -> Context:
+    """One task, every field, and its timeline."""
+    admin = app.tasks
+    found = admin.resolve(id_or_prefix)
+    history = admin.history(found.id)
+    steps = []
+    for before, event in zip([None, *history], history, strict=False):
+        gap = None if before is None else (event.at - before.at).total_seconds()
+        steps.append((event, gap))
+    return {
+        "task": found,
+        "steps": steps,
+        "can_retry": found.status in RETRYABLE,
+        "can_cancel": found.status not in FINISHED,
+        "now": admin.store.clock_now(),
+    }
+
+
+def groups(app: App) -> Context:
+    """The groups of the newest tasks, with their progress."""
+    admin = app.tasks
+    found = admin.groups(limit=PAGE_SIZE, scan=SCAN * 2)
+    return {"groups": found, "scan": SCAN * 2, "now": admin.store.clock_now()}
+
+
+def workers(app: App) -> Context:
+    """The live workers, as their last heartbeat said."""
+    admin = app.tasks
+    return {"workers": admin.workers(), "now": admin.store.clock_now()}
+
+
+def locks(app: App) -> Context:
+    """The unique locks held now."""
+    admin = app.tasks
+    return {"locks": admin.locks(limit=PAGE_SIZE * 10), "now": admin.store.clock_now()}
+
+
+def periodic(app: App) -> Context:
+    """The App's periodic tasks, their next and last ticks."""
+    store = app.store
+    return {"states": periodic_states(app.periodics, store), "now": store.clock_now()}
+
+
+def reports(app: App) -> Context:
+    """The observer's latest report per query."""
+    return {"reports": app.reports.list(), "now": app.store.clock_now()}

@@ -1,0 +1,131 @@
+"""Who may look at the dashboard and act on the queue: a session cookie made at
+login from the API's token, and a CSRF token for every form.
+
+The session is a signed cookie, not a server-side record: ``<id>.<expiry>.<mac>``,
+the MAC keyed by a digest of the API token, so it survives a restart of
+``tenure serve`` and dies with a change of token. It is ``HttpOnly`` (no script
+reads it), ``SameSite=Strict`` (no other site's page sends it) and ``Secure``
+when the dashboard is served over HTTPS. Each form carries a CSRF token, the MAC
+of the session's id, and each POST must bring it back and, when the browser
+says where it comes from (``Origin``), come from this very host.
+
+Without a token (``--insecure``, loopback only) there is no login, but sessions
+and CSRF tokens still exist, keyed by a secret made for the run, so another
+site's page still cannot make the browser act on the queue.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import secrets
+import time
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from starlette.datastructures import FormData
+from starlette.requests import Request
+from starlette.responses import Response
+
+COOKIE = "tenure_session"
+LIFETIME = 12 * 3600
+"""Seconds a login lasts."""
+
+FLASH = "tenure_notice"
+"""A one-shot cookie carrying what the last action did, to show once."""
+
+
+@dataclass(frozen=True)
+class Session:
+    """A browser's session: its id, and the CSRF token its forms carry."""
+
+    id: str
+    csrf: str
+
+
+class Sessions:
+    """Makes and checks session cookies and CSRF tokens for one server."""
+
+    def __init__(self, token: str | None) -> None:
+        self.open = token is None
+        secret = secrets.token_bytes(32) if token is None else token.encode()
+        self._key = hmac.digest(hashlib.sha256(secret).digest(), b"tenure dashboard", "sha256")
+        self._token_digest = hashlib.sha256(secret).digest()
+
+    def _mac(self, text: str) -> str:
+        digest = hmac.digest(self._key, text.encode(), "sha256")
+        return base64.urlsafe_b64encode(digest).decode().rstrip("=")
+
+    def token_matches(self, given: str) -> bool:
+        """Whether ``given`` is the API token, compared in constant time."""
+        candidate = hashlib.sha256(given.encode()).digest()
+        return not self.open and hmac.compare_digest(candidate, self._token_digest)
+
+    def new(self) -> tuple[Session, str]:
+        """A new session and the cookie value that carries it."""
+        session_id = secrets.token_urlsafe(16)
+        expires = int(time.time()) + LIFETIME
+        value = f"{session_id}.{expires}"
+        return self._session(session_id), f"{value}.{self._mac(value)}"
+
+    def _session(self, session_id: str) -> Session:
+        return Session(session_id, self._mac(f"csrf:{session_id}"))
+
+    def of(self, request: Request) -> Session | None:
+        """The request's session, if its cookie is genuine and not expired."""
+        value = request.cookies.get(COOKIE, "")
+        session_id, _, rest = value.partition(".")
+        expires, _, mac = rest.partition(".")
+        if not (session_id and expires.isdigit() and mac):
+            return None
+        if not hmac.compare_digest(mac, self._mac(f"{session_id}.{expires}")):
+            return None
+        if int(expires) < time.time():
+            return None
+        return self._session(session_id)
+
+    def set_cookie(self, response: Response, request: Request, value: str) -> None:
+        """Give the browser the session cookie."""
+        response.set_cookie(
+            COOKIE,
+            value,
+            max_age=LIFETIME,
+            path="/",
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+        )
+
+    def forget(self, response: Response, request: Request) -> None:
+        """Take the session cookie back (logout)."""
+        response.delete_cookie(
+            COOKIE, path="/", httponly=True, samesite="strict", secure=request.url.scheme == "https"
+        )
+
+
+def same_origin(request: Request) -> bool:
+    """Whether a POST comes from a page of this host: its ``Origin`` (or, when a
+    browser sends none, its ``Referer``) names this host, or neither is sent."""
+    claimed = request.headers.get("origin") or request.headers.get("referer")
+    if claimed is None:
+        return True
+    if claimed == "null":
+        return False
+    where = urlsplit(claimed)
+    return where.scheme == request.url.scheme and where.netloc == request.url.netloc
+
+
+def csrf_ok(session: Session, form: FormData) -> bool:
+    """Whether the form carries the session's CSRF token."""
+    given = form.get("csrf")
+    return isinstance(given, str) and hmac.compare_digest(given, session.csrf)
+
+
+def safe_next(target: str | None) -> str:
+    """Where to go after login: a path of this site only, never another host."""
+    if not target or not target.startswith("/") or target.startswith("//"):
+        return "/"
+    if "\\" in target or any(ord(char) < 32 for char in target):
+        return "/"
+    return target

@@ -1,0 +1,55 @@
+"""How the dashboard writes values for people: ages, times, JSON, counts.
+
+Jinja2 filters, registered on the dashboard's environment; every one returns
+plain text, which the templates' autoescaping then escapes.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from jinja2 import Environment
+
+from tenure.task import Status
+
+STATUSES = [status.value for status in Status]
+
+
+def age(seconds: float | None) -> str:
+    """``42s``, ``3.5m``, ``2.1h``, ``4.0d``: a duration at a glance."""
+    if seconds is None:
+        return ""
+    seconds = max(seconds, 0.0)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f}{unit}"
+    return f"{seconds:.0f}s" if seconds >= 10 else f"{seconds:.1f}s"
+
+
+def since(moment: datetime | None, now: datetime) -> str:
+    """How long ago ``moment`` was, as :func:`age` writes it."""
+    return "" if moment is None else age((now - moment).total_seconds())
+
+
+def when(moment: datetime | None) -> str:
+    """A time in UTC to the second, e.g. ``2026-11-23 22:54:35``."""
+    return "" if moment is None else f"{moment.astimezone(UTC):%Y-%m-%d %H:%M:%S}"
+
+
+def pretty(value: Any) -> str:
+    """A JSON value, indented, keys in their order."""
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+def count(value: int) -> str:
+    """A count with thousands separators."""
+    return f"{value:,}"
+
+
+def environment(env: Environment) -> Environment:
+    """``env`` with the dashboard's filters and globals."""
+    env.filters.update(age=age, since=since, when=when, pretty=pretty, count=count)
+    env.globals.update(statuses=STATUSES)
+    return env

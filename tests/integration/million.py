@@ -1,0 +1,45 @@
+"""A PostgreSQL store holding 1,000,000 tasks, made in seconds: a thousand made
+by the store in a mix of statuses, then copied 999 times by one INSERT (the
+triggers see every row, so tallies and events are as a million enqueues would
+leave them). Every copy of a thousand is one group; descriptions differ per
+task; one rare topic holds a single task, the oldest."""
+
+from __future__ import annotations
+
+import psycopg
+
+from tenure import Status, Store
+from tenure.store import NewTask
+from tests.conformance.support import reach
+
+RARE_TOPIC = "rare"
+COPIES = 999
+
+
+def fill_million(store: Store, url: str) -> None:
+    """Fill ``store`` (empty, at ``url``) with 1,000,000 tasks."""
+    store.task_create(NewTask(topic=RARE_TOPIC, name="n", description="the rare one"))
+    for n in range(999):
+        status = (Status.DONE, Status.FAILED, Status.PENDING, Status.CANCELLED)[n % 4]
+        if status is Status.PENDING:
+            store.task_create(NewTask(topic=f"t{n % 5}", name="n", description=f"order {n}"))
+        else:
+            reach(store, status, description=f"order {n}")
+    with psycopg.connect(url, autocommit=True) as conn:
+        columns = [
+            row[0]
+            for row in conn.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = 'tasks'"
+                " AND column_name NOT IN ('seq', 'id', 'group_id', 'topic')"
+                " ORDER BY ordinal_position"
+            )
+        ]
+        listed = ", ".join(columns)
+        conn.execute(
+            f"INSERT INTO tasks (id, group_id, topic, {listed})"
+            " SELECT id || '-' || copy, 'batch-' || copy,"
+            f" CASE WHEN topic = '{RARE_TOPIC}' THEN 't0' ELSE topic END, {listed}"
+            f" FROM tasks CROSS JOIN generate_series(1, {COPIES}) AS copy ORDER BY copy, seq"
+        )
+        conn.execute("VACUUM ANALYZE tasks")
+    store.tally_fold()
