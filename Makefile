@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit bench clean
+.PHONY: demo test lint typecheck unit docs docs-check bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,7 +28,25 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest -q
 
-test: lint typecheck unit
+test: lint typecheck docs-check unit
+
+# The documentation site (mkdocs.yml, docs/): `make docs` builds it into site/ (or
+# DOCS_SITE=path); a warning fails the build. Nothing in it needs the network.
+DOCS_SITE ?= site
+MKDOCS    := NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs
+
+docs: $(STAMP)
+	$(MKDOCS) build --strict --site-dir $(DOCS_SITE)
+	@echo "the documentation is in $(abspath $(DOCS_SITE))/index.html"
+
+# What `make test` checks: a strict build into a throwaway folder, and no line of
+# its output that says WARNING.
+docs-check: $(STAMP)
+	@site=$$(mktemp -d) && log="$$site.log"; \
+	$(MKDOCS) build --strict --site-dir "$$site" > "$$log" 2>&1; status=$$?; \
+	rm -rf "$$site"; \
+	if [ $$status -ne 0 ] || grep -q WARNING "$$log"; then cat "$$log"; rm -f "$$log"; exit 1; fi; \
+	rm -f "$$log"; echo "docs: built with mkdocs --strict, no warnings"
 
 # The benchmark suite (benchmarks/suite, never in the wheel): SQLite and PostgreSQL,
 # several minutes; JSON in benchmarks/results/latest.json (--output to change).
@@ -54,4 +72,4 @@ bench-compare: $(COMPARE_STAMP)
 	$(COMPARE_VENV)/bin/python -m benchmarks.compare $(COMPARE_ARGS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache tenure.db*
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache tenure.db* site

@@ -40,7 +40,7 @@ from benchmarks.compare.huey_system import HueySystem
 from benchmarks.compare.pgqueuer_system import PgQueuerSystem
 from benchmarks.compare.system import MARKS_ENV, Settings, System, read_marks, start_workers
 from benchmarks.compare.tenure_system import Tenure
-from benchmarks.suite import machine
+from benchmarks.suite import RESULTS, machine
 from benchmarks.suite.config import FULL, QUICK, Plan
 from benchmarks.suite.metrics import Metric, percentiles
 from benchmarks.suite.processes import wait_until
@@ -56,7 +56,8 @@ SYSTEMS: dict[str, Callable[[Settings], System]] = {
 POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 REDIS_URL = "redis://127.0.0.1:6379/13"
 """Huey's Redis: a database number of its own, flushed before each measurement."""
-OUTPUT = Path("benchmarks/results/compare.json")
+OUTPUT = RESULTS / "compare.json"
+"""Under the checkout's benchmarks/results, whatever the current directory."""
 PERCENTILES = (50, 95, 99)
 SETTLE = 0.5
 """Seconds an idle worker is left alone after its warm-up task, before the
@@ -109,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     postgres = next((s["postgres"] for s in document["systems"].values() if "postgres" in s), None)
     lines = [machine.summary(document["machine"], postgres), _load_line(document["systems"])]
     console.print(report.table(results, systems, repeat, "\n".join(lines)))
-    console.print(f"JSON written to {args.output}")
+    console.print(f"JSON written to {Path(args.output).resolve()}")
     return 0
 
 
@@ -238,7 +239,12 @@ def _parser() -> argparse.ArgumentParser:
         help="server where throwaway databases are created and dropped",
     )
     parser.add_argument("--redis-url", default=REDIS_URL, help="Huey's Redis (db is flushed)")
-    parser.add_argument("--output", type=Path, default=OUTPUT, help="JSON document")
+    parser.add_argument(
+        "--output",
+        type=Path,
+        default=OUTPUT,
+        help="the JSON document (default: benchmarks/results/compare.json of the checkout)",
+    )
     return parser
 
 

@@ -153,7 +153,7 @@ def run(options: Options, console: Console | None = None) -> dict[str, Any]:
     report.write_json(Path(options.output), document)
     console = _wide_enough(console)
     console.print(report.table(results, options.repeat, _caption(document)))
-    console.print(f"JSON written to {options.output}")
+    console.print(f"JSON written to {Path(options.output).resolve()}")
     return document
 
 

@@ -28,7 +28,7 @@ from tenure.errors import (
     UniqueConflict,
     WrongOwner,
 )
-from tenure.function import TaskFunction
+from tenure.function import Call, TaskFunction
 from tenure.handle import TaskHandle
 from tenure.hooks import Middleware, Outcome
 from tenure.retry import Backoff
@@ -43,6 +43,7 @@ __all__ = [
     "AlreadyDone",
     "App",
     "Backoff",
+    "Call",
     "ConfigError",
     "Current",
     "DuplicateTask",

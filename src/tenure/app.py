@@ -32,6 +32,7 @@ from tenure.store.validate import status as check_status
 from tenure.unique import DEFAULT_TTL, Unique
 
 if TYPE_CHECKING:
+    from tenure.task import Task
     from tenure.worker import Worker
 
 P = ParamSpec("P")
@@ -62,6 +63,14 @@ class App:
         """The declared tasks, and what running them needs: all a worker knows of
         the App."""
         self.periodics: list[Periodic] = []
+        self.enqueue_connection: Callable[[], Any] | None = None
+        """Gives the connection of the caller's open transaction that an enqueue
+        without ``options(connection=...)`` writes on, or ``None`` for the
+        store's own (:mod:`tenure.contrib.django` gives Django's in an atomic
+        block)."""
+        self.on_enqueued: Callable[[list[Task]], list[Task]] | None = None
+        """Given the tasks each enqueue stored, returns them as they are now
+        (:func:`tenure.testing.eager` runs them here)."""
         self.observations: list[Observation] = []
 
     @property

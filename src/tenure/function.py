@@ -11,10 +11,20 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol, TypeVar
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Generic,
+    ParamSpec,
+    Protocol,
+    TypedDict,
+    TypeVar,
+    Unpack,
+    overload,
+)
 
 from tenure.checks import seconds as check_seconds
 from tenure.errors import InvalidInput, UniqueConflict
@@ -23,7 +33,7 @@ from tenure.hooks import Middleware, task_headers
 from tenure.ids import new_id
 from tenure.retry import Backoff
 from tenure.store.types import NewTask
-from tenure.task import OnConflict, UniqueRule
+from tenure.task import OnConflict, Task, UniqueRule
 from tenure.unique import Unique, lock_key
 
 if TYPE_CHECKING:
@@ -43,9 +53,20 @@ class Enqueuer(Protocol):
     @property
     def middleware(self) -> list[Middleware]: ...
 
+    @property
+    def enqueue_connection(self) -> Callable[[], Any] | None:
+        """Gives the connection an enqueue without ``connection=`` writes on, or
+        ``None`` for the store's own (a framework's open transaction)."""
+
+    @property
+    def on_enqueued(self) -> Callable[[list[Task]], list[Task]] | None:
+        """Called with the tasks each enqueue stored (not one written on the
+        caller's connection), returning them as they are now (eager mode)."""
+
 
 P = ParamSpec("P")
 R = TypeVar("R")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +109,33 @@ class EnqueueOptions:
     transaction and exists if and only if the caller commits."""
 
 
+class Overrides(TypedDict, total=False):
+    """The keyword arguments of :meth:`TaskFunction.options`; each is optional,
+    and ``None`` goes back to what the declaration says."""
+
+    delay: float | None
+    run_at: datetime | None
+    priority: int | None
+    group_id: str | None
+    sub_topic: str | None
+    description: str | None
+    id: str | None
+    topic: str | None
+    connection: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Call(Generic[P, R]):
+    """One call of a task, not run: what :meth:`TaskFunction.call` returns and
+    :meth:`TaskFunction.enqueue_many` takes, typed by the task's signature."""
+
+    task: str
+    args: tuple[Any, ...]
+    kwargs: Mapping[str, Any]
+
+
 CallArgs = tuple[Any, ...] | Mapping[str, Any]
+"""An untyped call for ``enqueue_many``: positional arguments or keyword arguments."""
 
 
 class TaskFunction(Generic[P, R]):
@@ -123,49 +170,127 @@ class TaskFunction(Generic[P, R]):
     def __repr__(self) -> str:
         return f"<TaskFunction {self.name!r} topic={self.config.topic!r}>"
 
-    def options(self, **overrides: Any) -> TaskFunction[P, R]:
-        """A copy that enqueues with ``overrides`` (delay, run_at, priority,
-        group_id, sub_topic, description, id, topic, connection)."""
-        try:
-            options = replace(self._options, **overrides)
-        except TypeError:
-            known = ", ".join(EnqueueOptions.__dataclass_fields__)
-            raise InvalidInput("options", f"unknown option; expected one of {known}") from None
+    def options(self, **overrides: Unpack[Overrides]) -> TaskFunction[P, R]:
+        """A copy that enqueues with ``overrides``: ``delay`` (seconds) or
+        ``run_at``, ``priority``, ``group_id``, ``sub_topic``, ``description``,
+        ``id``, ``topic``, ``connection`` (a driver connection of the caller's:
+        the task is written in its open transaction)."""
+        unknown = sorted(set(overrides) - set(Overrides.__annotations__))
+        if unknown:
+            known = ", ".join(Overrides.__annotations__)
+            raise InvalidInput("options", f"unknown option {unknown[0]!r}; expected {known}")
+        options = replace(self._options, **overrides)
         return TaskFunction(self.app, self.fn, self.config, options)
 
-    def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> TaskHandle[R]:
+    def call(self, *args: P.args, **kwargs: P.kwargs) -> Call[P, R]:
+        """This task with these arguments, checked but not run nor stored: an
+        item for :meth:`enqueue_many`."""
+        self._bind(args, kwargs, "args")
+        return Call(self.name, args, kwargs)
+
+    @overload
+    def enqueue(
+        self: TaskFunction[P, Coroutine[Any, Any, T]], *args: P.args, **kwargs: P.kwargs
+    ) -> TaskHandle[T]: ...
+
+    @overload
+    def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> TaskHandle[R]: ...
+
+    def enqueue(self, *args: Any, **kwargs: Any) -> TaskHandle[Any]:
         """Store one task that runs ``fn(*args, **kwargs)`` on a worker."""
         [handle] = self._create([self.new_task(args, kwargs)])
         return handle
 
-    async def aenqueue(self, *args: P.args, **kwargs: P.kwargs) -> TaskHandle[R]:
-        """:meth:`enqueue` from async code, without blocking the event loop."""
-        task = self.new_task(args, kwargs)
-        [handle] = await asyncio.to_thread(self._create, [task])
+    @overload
+    async def aenqueue(
+        self: TaskFunction[P, Coroutine[Any, Any, T]], *args: P.args, **kwargs: P.kwargs
+    ) -> TaskHandle[T]: ...
+
+    @overload
+    async def aenqueue(self, *args: P.args, **kwargs: P.kwargs) -> TaskHandle[R]: ...
+
+    async def aenqueue(self, *args: Any, **kwargs: Any) -> TaskHandle[Any]:
+        """:meth:`enqueue` from async code, without blocking the event loop.
+
+        With ``options(connection=conn)``, ``conn`` is the caller's async driver
+        connection (a ``psycopg.AsyncConnection``): the task is written on it,
+        awaited here, in its open transaction, and exists if and only if the
+        caller commits. Without a connection, the enqueue runs in a thread."""
+        [handle] = await self._acreate([self.new_task(args, kwargs)])
         return handle
 
-    def enqueue_many(self, calls: Iterable[CallArgs]) -> list[TaskHandle[R]]:
-        """Store many tasks in one round trip: each item is a tuple of positional
-        arguments or a dict of keyword arguments."""
+    async def _acreate(self, tasks: list[NewTask]) -> list[TaskHandle[R]]:
+        """:meth:`_create` from async code: awaited on the caller's async
+        connection if it gave one, else run in a thread."""
+        connection = self._options.connection
+        if connection is None:
+            return await asyncio.to_thread(self._create, tasks)
+        # The store's first use opens it (and may migrate it): not on the event loop.
+        store = await asyncio.to_thread(lambda: self.app.store)
+        batch: _Batch[R] = _Batch([self.prepared(task) for task in tasks])
+        while True:
+            try:
+                created = await store.atask_create_many(batch.kept(), connection=connection)
+                break
+            except UniqueConflict as conflict:
+                batch.reject(conflict)  # nothing was written: write the rest
+        return batch.handles(store, created)
+
+    @overload
+    def enqueue_many(
+        self: TaskFunction[P, Coroutine[Any, Any, T]],
+        calls: Iterable[Call[P, Coroutine[Any, Any, T]] | CallArgs],
+    ) -> list[TaskHandle[T]]: ...
+
+    @overload
+    def enqueue_many(self, calls: Iterable[Call[P, R] | CallArgs]) -> list[TaskHandle[R]]: ...
+
+    def enqueue_many(self, calls: Iterable[Any]) -> list[TaskHandle[Any]]:
+        """Store many tasks in one round trip, all or none. Each item is
+        ``task.call(...)`` (checked by type checkers against the signature), a
+        tuple of positional arguments or a dict of keyword arguments."""
+        return self._create(self._tasks_of(calls))
+
+    @overload
+    async def aenqueue_many(
+        self: TaskFunction[P, Coroutine[Any, Any, T]],
+        calls: Iterable[Call[P, Coroutine[Any, Any, T]] | CallArgs],
+    ) -> list[TaskHandle[T]]: ...
+
+    @overload
+    async def aenqueue_many(
+        self, calls: Iterable[Call[P, R] | CallArgs]
+    ) -> list[TaskHandle[R]]: ...
+
+    async def aenqueue_many(self, calls: Iterable[Any]) -> list[TaskHandle[Any]]:
+        """:meth:`enqueue_many` from async code (on the caller's async connection
+        if ``options(connection=...)`` gave one, as :meth:`aenqueue`)."""
+        return await self._acreate(self._tasks_of(calls))
+
+    def _tasks_of(self, calls: Iterable[Any]) -> list[NewTask]:
         tasks = []
         for index, call in enumerate(calls):
-            if isinstance(call, Mapping):
+            if isinstance(call, Call):
+                if call.task != self.name:
+                    raise InvalidInput(
+                        f"calls[{index}]", f"a call of {call.task}, not of {self.name}"
+                    )
+                tasks.append(self.new_task(call.args, call.kwargs, index))
+            elif isinstance(call, Mapping):
                 tasks.append(self.new_task((), call, index))
             elif isinstance(call, tuple):
                 tasks.append(self.new_task(call, {}, index))
             else:
-                raise InvalidInput(f"calls[{index}]", "must be a tuple of args or a dict of kwargs")
-        return self._create(tasks)
+                raise InvalidInput(
+                    f"calls[{index}]", "must be task.call(...), a tuple of args or a dict of kwargs"
+                )
+        return tasks
 
     def new_task(
         self, args: Sequence[Any], kwargs: Mapping[str, Any], index: int | None = None
     ) -> NewTask:
         """The task that would be stored for this call (arguments checked)."""
-        where = "args" if index is None else f"calls[{index}]"
-        try:
-            self._signature.bind(*args, **kwargs)
-        except TypeError as exc:
-            raise InvalidInput(where, f"do not fit {self.name}{self._signature}: {exc}") from None
+        self._bind(args, kwargs, "args" if index is None else f"calls[{index}]")
         config, opts = self.config, self._options
         return NewTask(
             topic=opts.topic or config.topic,
@@ -185,6 +310,13 @@ class TaskFunction(Generic[P, R]):
             unique=self._unique_rule(args, kwargs),
         )
 
+    def _bind(self, args: Sequence[Any], kwargs: Mapping[str, Any], where: str) -> None:
+        """Refuse arguments the function could never be called with."""
+        try:
+            self._signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise InvalidInput(where, f"do not fit {self.name}{self._signature}: {exc}") from None
+
     def _unique_rule(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> UniqueRule | None:
         unique = self.config.unique
         if unique is None:
@@ -195,26 +327,25 @@ class TaskFunction(Generic[P, R]):
     def _create(self, tasks: list[NewTask]) -> list[TaskHandle[R]]:
         """Store ``tasks``; a conflicting unique task is rejected (a handle that
         says so) or raises ``UniqueConflict``, as its rule says."""
-        tasks = [self.prepared(task) for task in tasks]
-        rejected: dict[int, UniqueConflict] = {}
+        connection = self._connection()
+        batch: _Batch[R] = _Batch([self.prepared(task) for task in tasks])
         while True:
-            kept = [i for i in range(len(tasks)) if i not in rejected]
             try:
-                created = self.app.store.task_create_many(
-                    [tasks[i] for i in kept], connection=self._options.connection
-                )
+                created = self.app.store.task_create_many(batch.kept(), connection=connection)
                 break
             except UniqueConflict as conflict:
                 # The batch wrote nothing: drop the rejected items and write the rest.
-                rejected.update(self._rejections(conflict, kept, tasks))
-        handles: list[TaskHandle[R]] = [
-            TaskHandle(self.app.store, task.id, task) for task in created
-        ]
-        for index, refusal in sorted(rejected.items()):
-            handles.insert(
-                index, TaskHandle(self.app.store, tasks[index].id or "", rejected=refusal)
-            )
-        return handles
+                batch.reject(conflict)
+        if self.app.on_enqueued is not None and connection is None:
+            created = self.app.on_enqueued(created)
+        return batch.handles(self.app.store, created)
+
+    def _connection(self) -> Any:
+        """The caller's connection to write on: the one ``options`` gave, else the
+        one the App's ``enqueue_connection`` gives now (``None``: the store's)."""
+        if self._options.connection is not None or self.app.enqueue_connection is None:
+            return self._options.connection
+        return self.app.enqueue_connection()
 
     def prepared(self, task: NewTask) -> NewTask:
         """``task`` as an enqueue stores it: with the headers the App's middleware
@@ -227,15 +358,41 @@ class TaskFunction(Generic[P, R]):
             return task
         return replace(task, data={**task.data, "headers": headers})
 
-    @staticmethod
-    def _rejections(
-        conflict: UniqueConflict, kept: list[int], tasks: list[NewTask]
-    ) -> dict[int, UniqueConflict]:
+
+class _Batch(Generic[R]):
+    """The tasks of one enqueue while they are written: which are still to be
+    written, and which their unique rule rejected. The one home of the retry on
+    a unique conflict, for :meth:`TaskFunction._create` and ``_acreate``."""
+
+    def __init__(self, tasks: list[NewTask]) -> None:
+        self.tasks = tasks
+        self.rejected: dict[int, UniqueConflict] = {}
+        self._kept = list(range(len(tasks)))
+
+    def kept(self) -> list[NewTask]:
+        """The tasks to write: all but those rejected so far."""
+        return [self.tasks[i] for i in self._kept]
+
+    def reject(self, conflict: UniqueConflict) -> None:
+        """Leave out the items of ``conflict``, raised by a write of :meth:`kept`
+        that wrote nothing; re-raises it if the rule of any says raise."""
+        self.rejected.update(self._rejections(conflict))
+        self._kept = [i for i in self._kept if i not in self.rejected]
+
+    def handles(self, store: Store, created: list[Task]) -> list[TaskHandle[R]]:
+        """A handle for each task, in the order given: ``created`` (the tasks
+        kept, as written) with the rejected ones in their places."""
+        handles: list[TaskHandle[R]] = [TaskHandle(store, task.id, task) for task in created]
+        for index, refusal in sorted(self.rejected.items()):
+            handles.insert(index, TaskHandle(store, self.tasks[index].id or "", rejected=refusal))
+        return handles
+
+    def _rejections(self, conflict: UniqueConflict) -> dict[int, UniqueConflict]:
         """The items of ``conflict`` to reject; re-raises it if any says raise."""
         found: dict[int, UniqueConflict] = {}
         for position, key, holder in conflict.conflicts:
-            index = kept[position]
-            rule = tasks[index].unique
+            index = self._kept[position]
+            rule = self.tasks[index].unique
             if rule is None or rule.on_conflict is not OnConflict.REJECT:
                 raise UniqueConflict(key, holder) from None
             found[index] = UniqueConflict(key, holder)

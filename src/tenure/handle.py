@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Generic, TypeVar, cast
 
 from tenure.errors import TaskCancelled, TaskFailed, TaskNotFound, UniqueConflict
 from tenure.task import Status, Task
@@ -75,6 +75,6 @@ class TaskHandle(Generic[R]):
             time.sleep(pause)
             pause = min(pause * 2, _LAST_POLL)
 
-    def result(self) -> Any:
+    def result(self) -> R | None:
         """The stored result, without waiting (``None`` until done)."""
-        return self.refresh().result
+        return cast("R | None", self.refresh().result)

@@ -1,7 +1,7 @@
 """When a failed attempt is tried again: exponential backoff with jitter.
 
-riaktq lowers a retried task's priority by one; ``priority_step`` keeps that
-(set it to 0 to keep priority).
+Each retry also lowers the task's priority by ``priority_step`` (one by default),
+so a task that keeps failing yields to fresh work; set it to 0 to keep priority.
 """
 
 from __future__ import annotations

@@ -127,7 +127,8 @@ class Task:
 
 
 class LockPhase(StrEnum):
-    """When a unique task holds its lock (Cloudtasker's lock names)."""
+    """When a unique task holds its lock: from enqueue until it starts, while it runs,
+    or from enqueue until it ends."""
 
     UNTIL_EXECUTING = "until_executing"  # enqueue → start
     WHILE_EXECUTING = "while_executing"  # start → end

@@ -3,7 +3,7 @@
 The key is a stable hash of the task's name and its unique arguments. By default
 those are the arguments the caller passed, by parameter name, so ``f.enqueue(1)``
 and ``f.enqueue(x=1)`` are the same task; defaults the caller left out are not part
-of the key (as in Cloudtasker). ``key=`` replaces them with a function of the same
+of the key. ``key=`` replaces them with a function of the same
 arguments, returning the JSON values that define uniqueness: a subset of them, or
 values derived from them (``lambda a, b, n: [a, b, n % 5]``).
 
@@ -25,7 +25,7 @@ from tenure.task import LockPhase, OnConflict, UniqueRule
 
 DEFAULT_TTL = 600.0
 """Seconds a lock lives from the task's scheduled time, unless the App or the
-task says otherwise (Cloudtasker's default: queue lag plus processing)."""
+task says otherwise: room for the queue's lag plus the run itself."""
 
 DEFAULT_RESCHEDULE_IN = 5.0
 """Seconds a rescheduled task waits before it may start again."""

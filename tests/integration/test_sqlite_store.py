@@ -75,9 +75,19 @@ def test_bad_settings_are_config_errors(tmp_path: Path, options: dict[str, objec
         SQLiteStore(tmp_path / "x.db", **options)  # type: ignore[arg-type]
 
 
-def test_in_memory_database_is_refused() -> None:
-    with pytest.raises(ConfigError, match="in-memory"):
-        SQLiteStore(":memory:")
+def test_in_memory_store_is_private_shared_by_threads_and_gone_on_close() -> None:
+    first, second = SQLiteStore(":memory:"), SQLiteStore(":memory:")
+    created = first.task_create(NewTask(topic="t", name="n"))
+    seen: list[object] = []
+    thread = threading.Thread(target=lambda: seen.append(first.task_get(created.id)))
+    thread.start()
+    thread.join()
+    assert seen == [created]
+    assert second.task_get(created.id) is None
+    directory = Path(first.path).parent
+    first.close()
+    second.close()
+    assert not directory.exists()
 
 
 def test_unopenable_path_is_a_store_error(tmp_path: Path) -> None:

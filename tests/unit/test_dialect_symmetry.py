@@ -30,6 +30,7 @@ SQLITE_ONLY = {
     "synchronous_full": "PRAGMA values cannot be bound: one query per allowed setting",
     "synchronous_normal": "see synchronous_full",
     "synchronous_extra": "see synchronous_full",
+    "synchronous_off": "a private :memory: store, whose file outlives nothing",
     "refuse_unique_start": "SQLite settles a task refused at start by its unique lock from "
     "Python, in the reserving transaction; PostgreSQL does it in the tasks_unique trigger",
     "data_version": "SQLite sends no notifications: task_wait watches the change counter "

@@ -15,6 +15,7 @@ def test_exported_names_are_pinned() -> None:
             "AlreadyDone",
             "App",
             "Backoff",
+            "Call",
             "ConfigError",
             "Current",
             "DuplicateTask",

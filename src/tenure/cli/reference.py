@@ -1,8 +1,11 @@
 """The command reference, written from the parser itself so it cannot drift from
-what ``tenure`` accepts: one section per command, its options in a table.
+what ``tenure`` accepts: every command in a table, then one section per command,
+its options in a table.
 
-``python -m tenure.cli.reference`` prints it as Markdown; the README carries it
-between two markers, and a test checks that it is what this prints.
+``python -m tenure.cli.reference`` prints it as Markdown; the documentation's
+command-line page (``docs/reference/cli.md``) carries it between two markers,
+and a test checks that it is what this prints
+(``TENURE_UPDATE_SNAPSHOTS=1 pytest tests/unit/test_cli_reference.py`` rewrites it).
 """
 
 from __future__ import annotations
@@ -19,25 +22,49 @@ END = "<!-- end of command reference -->"
 def markdown(parser: argparse.ArgumentParser | None = None) -> str:
     """Every subcommand of ``parser`` (the ``tenure`` command's by default)."""
     parser = parser or build_parser(layered=False)
-    sections = [START, ""]
+    sections = [START, "", *_overview(parser)]
     for name, command in _subcommands(parser):
         sections += _section(name, command)
     sections.append(END)
     return "\n".join(sections) + "\n"
 
 
-def _subcommands(parser: argparse.ArgumentParser) -> list[tuple[str, argparse.ArgumentParser]]:
+def _subparsers(
+    parser: argparse.ArgumentParser,
+) -> argparse._SubParsersAction[argparse.ArgumentParser] | None:
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
-            return sorted(action.choices.items())
-    return []
+            return action
+    return None
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> list[tuple[str, argparse.ArgumentParser]]:
+    found = _subparsers(parser)
+    return [] if found is None else sorted(found.choices.items())
+
+
+def _overview(parser: argparse.ArgumentParser) -> list[str]:
+    """The commands, one line each, and the options given before the command."""
+    found = _subparsers(parser)
+    summaries = {} if found is None else {a.dest: a.help or "" for a in found._choices_actions}
+    lines = ["### Commands", "", "| command | does |", "| --- | --- |"]
+    for name, _ in _subcommands(parser):
+        anchor = f"tenure-{name}"
+        lines.append(f"| [`tenure {name}`](#{anchor}) | {_cell(summaries.get(name, ''))} |")
+    lines += ["", "### Options before the command", ""]
+    lines += ["```", _usage(parser), "```", ""]
+    rows = [_row(action) for action in parser._actions if _shown(action)]
+    lines += ["| option | default | meaning |", "| --- | --- | --- |", *rows, ""]
+    return lines
+
+
+def _usage(parser: argparse.ArgumentParser) -> str:
+    return " ".join(parser.format_usage().split()).removeprefix("usage: ")
 
 
 def _section(name: str, command: argparse.ArgumentParser) -> list[str]:
-    usage = " ".join(command.format_usage().split())
-    usage = usage.removeprefix("usage: ")
-    lines = [f"#### `tenure {name}`", "", (command.description or "").strip(), ""]
-    lines += ["```", usage, "```", ""]
+    lines = [f"### `tenure {name}`", "", (command.description or "").strip(), ""]
+    lines += ["```", _usage(command), "```", ""]
     rows = [_row(action) for action in command._actions if _shown(action)]
     if rows:
         lines += ["| option | default | meaning |", "| --- | --- | --- |", *rows, ""]
@@ -45,7 +72,9 @@ def _section(name: str, command: argparse.ArgumentParser) -> list[str]:
 
 
 def _shown(action: argparse.Action) -> bool:
-    return action.help is not argparse.SUPPRESS and not isinstance(action, argparse._HelpAction)
+    return action.help is not argparse.SUPPRESS and not isinstance(
+        action, argparse._HelpAction | argparse._SubParsersAction
+    )
 
 
 def _row(action: argparse.Action) -> str:
@@ -56,8 +85,16 @@ def _row(action: argparse.Action) -> str:
         name = f"{name} {{{','.join(map(str, action.choices))}}}"
     default = action.default
     shown = "" if default in (None, False, [], argparse.SUPPRESS) else f"`{default}`"
-    meaning = (action.help or "").replace("|", "\\|").replace("\n", " ")
-    return f"| `{name}` | {shown} | {meaning} |"
+    if isinstance(action, argparse._VersionAction):
+        meaning = "print the version and exit"
+    else:
+        meaning = action.help or ""
+    return f"| `{name}` | {shown} | {_cell(meaning)} |"
+
+
+def _cell(text: str) -> str:
+    """``text`` fit for one cell of a Markdown table."""
+    return text.replace("|", "\\|").replace("\n", " ")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,4 +1,4 @@
-"""Sokka's lease supervisor: take back the tasks of dead workers, trusting no clock
+"""The lease supervisor: take back the tasks of dead workers, trusting no clock
 but this process's own monotonic one.
 
 Mark-sweep:

@@ -6,7 +6,8 @@ operations through the batch ones and explains refusals; it leaves the
 apart from :class:`Store` shows, in one screen, everything a new backend must
 write, and keeps the store's public methods readable on their own. Each is named
 for the :class:`Store` method it serves (``task_complete_many`` →
-``_task_complete_many``), and each dialect names its query the same way.
+``_task_complete_many``), and each dialect names its query the same way. One is
+optional: ``_atask_create_many``, for a driver that has async connections.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
+from tenure.errors import ConfigError
 from tenure.store.refusals import Answer
 from tenure.store.types import (
     Event,
@@ -68,10 +70,25 @@ class Backend(ABC):
     """The storage operations a backend implements; :class:`Store` calls them
     with input that is already validated."""
 
+    caller_connection: ClassVar[str] = "a connection of the store's own driver"
+    """What a create's ``connection`` is, named in the errors that refuse one."""
+
     @abstractmethod
     def _task_create_many(
         self, tasks: list[PreparedTask], now: datetime | None, connection: Any
     ) -> list[Task]: ...
+
+    async def _atask_create_many(
+        self, tasks: list[PreparedTask], now: datetime | None, connection: Any
+    ) -> list[Task]:
+        """Write ``tasks`` on the caller's async connection, in its transaction.
+        Optional: a backend whose driver has no async connections refuses."""
+        raise ConfigError(
+            f"{type(self).__name__} cannot write on an async connection "
+            f"({type(connection).__module__}.{type(connection).__qualname__}): to enqueue in "
+            f"your transaction, pass {self.caller_connection} to enqueue(); aenqueue() "
+            "without connection= writes in a transaction of its own"
+        )
 
     @abstractmethod
     def _unique_lock_list(self, limit: int, now: datetime | None) -> list[UniqueLock]: ...

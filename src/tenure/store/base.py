@@ -1,4 +1,4 @@
-"""The store contract every backend fulfils (Sokka's TaskStore + LeaseSupervision).
+"""The store contract every backend fulfils: tasks, leases and their supervision.
 
 :class:`Store` holds what is the same for every backend — validation at the
 boundary, single-item operations expressed through the batch ones, cursors — and
@@ -25,7 +25,7 @@ from functools import partial
 from typing import Any
 
 from tenure import serializer
-from tenure.errors import DuplicateTask, InvalidInput
+from tenure.errors import ConfigError, DuplicateTask, InvalidInput
 from tenure.store import cursor as cursors
 from tenure.store import validate
 from tenure.store.backend import Positioned
@@ -81,6 +81,29 @@ class Store(EventLog, Operating):
         transaction) the tasks are written in that transaction: they exist if and
         only if the caller commits.
         """
+        prepared = self._prepare_many(tasks, now)
+        return self._task_create_many(prepared, now, connection) if prepared else []
+
+    async def atask_create_many(
+        self, tasks: Sequence[NewTask], *, connection: Any, now: datetime | None = None
+    ) -> list[Task]:
+        """:meth:`task_create_many` on an async driver connection of the caller's
+        (a ``psycopg.AsyncConnection`` for PostgreSQL), awaited on its event loop:
+        written in the caller's transaction, the tasks exist if and only if the
+        caller commits. Checked as :meth:`task_create_many` checks them, before
+        anything is sent. A store without an async driver (SQLite) raises
+        ``ConfigError``; so does a missing ``connection``.
+        """
+        if connection is None:
+            raise ConfigError(
+                "atask_create_many writes on the caller's async connection, and none was "
+                "given; without one, call task_create_many (from a thread in async code)"
+            )
+        prepared = self._prepare_many(tasks, now)
+        return await self._atask_create_many(prepared, now, connection) if prepared else []
+
+    def _prepare_many(self, tasks: Sequence[NewTask], now: datetime | None) -> list[PreparedTask]:
+        """``tasks`` checked and encoded, as every create stores them."""
         prepared = [self._prepare(task, index, len(tasks)) for index, task in enumerate(tasks)]
         seen: set[str] = set()
         for task in prepared:
@@ -89,7 +112,7 @@ class Store(EventLog, Operating):
             seen.add(task.id)
         validate.moment(now, "now")
         refuse_shared_locks(prepared)
-        return self._task_create_many(prepared, now, connection) if prepared else []
+        return prepared
 
     def _prepare(self, task: NewTask, index: int, count: int) -> PreparedTask:
         try:
@@ -194,7 +217,7 @@ class Store(EventLog, Operating):
     def task_complete(
         self, lease: Lease, result: Any = None, *, now: datetime | None = None
     ) -> Task:
-        """Mark a held task done with ``result`` (Sokka's terminate!)."""
+        """Mark a held task done with ``result``."""
         return raise_if_refused(self._complete([Completion(lease, result)], now, brief=False)[0])
 
     def task_complete_many(

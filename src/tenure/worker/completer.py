@@ -121,13 +121,7 @@ class Completer:
             return [exc]
 
     def _failure(self, held: Held, ending: Raised) -> Failure:
-        policy = self.backoff_of(held.task.name)
-        retry_in: float | None = None
-        if not ending.final and held.task.attempts < held.task.max_attempts:
-            retry_in = ending.retry_in
-            if retry_in is None:
-                retry_in = policy.delay(held.task.attempts)
-        return Failure(held.lease, ending.error, retry_in, policy.priority_step)
+        return failure_of(held, ending, self.backoff_of(held.task.name))
 
     def _persist(self, items: list[Told], write: Callable[[], list[StateOutcome]]) -> None:
         """Write until the store answers: an ending is never dropped for a passing
@@ -172,3 +166,14 @@ class Completer:
                 log.exception("telling the ending of task %s failed", held.task.id)
             finally:
                 self.holdings.drop(held)
+
+
+def failure_of(held: Held, ending: Raised, policy: Backoff) -> Failure:
+    """The failure to write for ``ending``: retried after the delay it asked for or
+    its backoff's, unless it is final or the task has no attempt left."""
+    retry_in: float | None = None
+    if not ending.final and held.task.attempts < held.task.max_attempts:
+        retry_in = ending.retry_in
+        if retry_in is None:
+            retry_in = policy.delay(held.task.attempts)
+    return Failure(held.lease, ending.error, retry_in, policy.priority_step)

@@ -183,22 +183,24 @@ class PostgresStore(Listening, PostgresLog, Store):
     def _task_create_many(
         self, tasks: list[PreparedTask], now: datetime | None, connection: Any
     ) -> list[Task]:
-        ids = [t.id for t in tasks]
-        cuts = statements.split(ids, [len(t.data_json) for t in tasks])
-        parts = [rows.insert_params([tasks[i] for i in cut], now) for cut in cuts]
-        locking = [
-            (index, task.id, task.unique.key)
-            for index, task in enumerate(tasks)
-            if task.unique is not None and task.locks_at_enqueue
-        ]
+        batch = statements.insert_of(tasks, now)
         if connection is None:
             with self._connection() as conn:
-                inserted = statements.insert(conn, ids, parts, locking)
+                inserted = statements.insert(conn, batch)
         else:
             with translated():
-                inserted = statements.insert(statements.callers(connection), ids, parts, locking)
-        by_id = {row["id"]: row for row in inserted}
-        return [rows.created(task, by_id[task.id]) for task in tasks]
+                inserted = statements.insert(statements.callers(connection), batch)
+        return _created(tasks, inserted)
+
+    async def _atask_create_many(
+        self, tasks: list[PreparedTask], now: datetime | None, connection: Any
+    ) -> list[Task]:
+        """The same statements as :meth:`_task_create_many` on a caller's
+        ``psycopg.AsyncConnection``, awaited on the caller's event loop."""
+        conn = statements.async_callers(connection)
+        with translated():
+            inserted = await statements.ainsert(conn, statements.insert_of(tasks, now))
+        return _created(tasks, inserted)
 
     # -- reading ------------------------------------------------------------------
 
@@ -442,6 +444,12 @@ class PostgresStore(Listening, PostgresLog, Store):
 
 
 # -- helpers ----------------------------------------------------------------------------
+
+
+def _created(tasks: list[PreparedTask], inserted: list[Row]) -> list[Task]:
+    """The tasks as created, from what their insert returned (in any order)."""
+    by_id = {row["id"]: row for row in inserted}
+    return [rows.created(task, by_id[task.id]) for task in tasks]
 
 
 def _explain_misses(

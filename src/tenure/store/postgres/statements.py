@@ -1,6 +1,6 @@
 """Running the PostgreSQL store's statements: fetching rows, splitting batches
 into statements, making several statements one transaction, and inserting on
-a connection that may be the caller's own.
+a connection that may be the caller's own, sync or async.
 
 A batch normally travels as one statement (one round trip). It is split only
 when one statement could not do it right: a batch that names a task twice (an
@@ -9,28 +9,45 @@ or one whose payloads would make a single parameter too large for the server
 (a field is limited to 1 GB). The parts then run in order inside one
 transaction, so the batch behaves as if its items ran one after the other and
 is still applied whole or not at all.
+
+An insert is written once, as steps (:func:`inserting`, :func:`duplicate`): a
+generator that yields each query to run and is sent its rows back, with no I/O
+of its own. :func:`run` carries the steps out on a ``psycopg.Connection``,
+:func:`arun` awaits them on a caller's ``psycopg.AsyncConnection``, so both
+kinds of connection run the same statements with the same parameters and the
+same decisions between them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from contextlib import AbstractContextManager, nullcontext
-from typing import Any
+from collections.abc import Generator, Sequence
+from contextlib import AbstractAsyncContextManager, AbstractContextManager, nullcontext
+from datetime import datetime
+from typing import Any, NamedTuple, TypeVar
 
 import psycopg
 from psycopg import pq
 from psycopg.rows import dict_row
 
 from tenure.errors import DuplicateTask, StoreError, UniqueConflict
+from tenure.store.postgres import rows
 from tenure.store.postgres.driver import is_duplicate_id
 from tenure.store.postgres.rows import Row
 from tenure.store.postgres.schema import Q
 from tenure.store.refusals import unique_conflict
+from tenure.store.types import PreparedTask
 
 Connection = psycopg.Connection[Any]
+AsyncConnection = psycopg.AsyncConnection[Any]
 
 MAX_STATEMENT_BYTES = 64 << 20
 """Payload bytes (JSON data, results, errors) sent in one statement at most."""
+
+T = TypeVar("T")
+Query = tuple[str, dict[str, Any]]
+Steps = Generator[Query, list[Row], T]
+"""Queries to run one after the other (a name in queries.sql, its parameters);
+each is sent the rows of the one before, and the steps return ``T``."""
 
 
 def fetch(conn: Connection, query: str, params: dict[str, Any]) -> list[Row]:
@@ -39,6 +56,35 @@ def fetch(conn: Connection, query: str, params: dict[str, Any]) -> list[Row]:
     with conn.cursor(row_factory=dict_row) as cur:
         cur.execute(Q[query], params)
         return cur.fetchall()
+
+
+async def afetch(conn: AsyncConnection, query: str, params: dict[str, Any]) -> list[Row]:
+    """:func:`fetch` on an ``AsyncConnection``."""
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(Q[query], params)
+        return await cur.fetchall()
+
+
+def run(conn: Connection, steps: Steps[T]) -> T:
+    """Carry ``steps`` out on ``conn``; what they return."""
+    try:
+        query, params = next(steps)
+        while True:
+            query, params = steps.send(fetch(conn, query, params))
+    except StopIteration as done:
+        result: T = done.value
+        return result
+
+
+async def arun(conn: AsyncConnection, steps: Steps[T]) -> T:
+    """:func:`run` on an ``AsyncConnection``."""
+    try:
+        query, params = next(steps)
+        while True:
+            query, params = steps.send(await afetch(conn, query, params))
+    except StopIteration as done:
+        result: T = done.value
+        return result
 
 
 def split(keys: Sequence[str], sizes: Sequence[int]) -> list[list[int]]:
@@ -66,67 +112,148 @@ def atomic(conn: Connection, several: bool) -> AbstractContextManager[Any]:
     autocommit, one statement is atomic by itself; several need a transaction.
     Outside autocommit, psycopg opens a transaction for the caller to commit.
     """
+    return conn.transaction() if _needs_block(conn, several) else nullcontext()
+
+
+def aatomic(conn: AsyncConnection, several: bool) -> AbstractAsyncContextManager[Any]:
+    """:func:`atomic` on an ``AsyncConnection``."""
+    return conn.transaction() if _needs_block(conn, several) else nullcontext()
+
+
+def _needs_block(conn: Connection | AsyncConnection, several: bool) -> bool:
     in_transaction = conn.info.transaction_status == pq.TransactionStatus.INTRANS
-    if in_transaction or (conn.autocommit and several):
-        return conn.transaction()
-    return nullcontext()
+    return in_transaction or (conn.autocommit and several)
 
 
-def insert(
-    conn: Connection,
-    ids: Sequence[str],
-    parts: list[dict[str, Any]],
-    locking: Sequence[tuple[int, str, str]] = (),
-) -> list[Row]:
-    """Insert every part of a batch (of the tasks ``ids``), or nothing;
-    ``DuplicateTask`` names an id that exists. ``locking`` holds (index, task
-    id, lock key) of the tasks that take their unique lock at enqueue, in the
-    same transaction; ``UniqueConflict`` names every one whose lock is held.
+def _begins(conn: Connection | AsyncConnection) -> bool:
+    """Whether the insert's first statement begins a transaction on ``conn``
+    (idle, not autocommit): one that holds nothing of the caller's, so that
+    after a refusal it is rolled back, leaving the connection as it was found."""
+    return conn.info.transaction_status == pq.TransactionStatus.IDLE and not conn.autocommit
+
+
+class Insert(NamedTuple):
+    """A batch of new tasks as its statements write it."""
+
+    ids: list[str]
+    parts: list[dict[str, Any]]
+    """The parameters of each ``insert_task`` statement (see :func:`split`)."""
+    locking: list[tuple[int, str, str]]
+    """(index, task id, lock key) of the tasks that take their unique lock at
+    enqueue, in the same transaction."""
+
+    @property
+    def several(self) -> bool:
+        """Whether it runs as more than one statement."""
+        return len(self.parts) > 1 or bool(self.locking)
+
+
+def insert_of(tasks: Sequence[PreparedTask], now: datetime | None) -> Insert:
+    """How ``tasks`` are written: their statements' parameters and their locks."""
+    ids = [task.id for task in tasks]
+    cuts = split(ids, [len(task.data_json) for task in tasks])
+    return Insert(
+        ids,
+        [rows.insert_params([tasks[i] for i in cut], now) for cut in cuts],
+        [
+            (index, task.id, task.unique.key)
+            for index, task in enumerate(tasks)
+            if task.unique is not None and task.locks_at_enqueue
+        ],
+    )
+
+
+def insert(conn: Connection, batch: Insert) -> list[Row]:
+    """Insert every part of ``batch``, or nothing; ``DuplicateTask`` names an id
+    that exists, ``UniqueConflict`` every task whose unique lock is held.
 
     If the caller's connection had no transaction open yet (and no autocommit),
     the one the insert began holds nothing of theirs: after a refusal it is
     rolled back, leaving the connection as it was found.
     """
-    began = conn.info.transaction_status == pq.TransactionStatus.IDLE and not conn.autocommit
+    began = _begins(conn)
     try:
-        with atomic(conn, len(parts) > 1 or bool(locking)):
-            inserted = [row for part in parts for row in fetch(conn, "insert_task", part)]
-            take_unique_locks(conn, locking)
-            return inserted
-    except UniqueConflict:
-        if began:
-            conn.rollback()
-        raise
-    except psycopg.Error as exc:
+        with atomic(conn, batch.several):
+            return run(conn, inserting(batch))
+    except (UniqueConflict, psycopg.Error) as exc:
         if began:
             conn.rollback()
         if not is_duplicate_id(exc):
             raise
-    existing = {row["id"] for row in fetch(conn, "existing_ids", {"ids": list(ids)})}
+    refusal = run(conn, duplicate(batch.ids))
     if began:
         conn.rollback()
-    raise DuplicateTask(next((i for i in ids if i in existing), ids[0]))
+    raise refusal
 
 
-def take_unique_locks(conn: Connection, locking: Sequence[tuple[int, str, str]]) -> None:
-    """Take the unique locks of ``locking`` (index, task id, key) or raise the
-    ``UniqueConflict`` that names each one held by another task."""
+async def ainsert(conn: AsyncConnection, batch: Insert) -> list[Row]:
+    """:func:`insert` on a caller's ``AsyncConnection``: the same statements,
+    awaited, with the same savepoint and the same refusals."""
+    began = _begins(conn)
+    try:
+        async with aatomic(conn, batch.several):
+            return await arun(conn, inserting(batch))
+    except (UniqueConflict, psycopg.Error) as exc:
+        if began:
+            await conn.rollback()
+        if not is_duplicate_id(exc):
+            raise
+    refusal = await arun(conn, duplicate(batch.ids))
+    if began:
+        await conn.rollback()
+    raise refusal
+
+
+def inserting(batch: Insert) -> Steps[list[Row]]:
+    """The steps of an insert: every part, then the unique locks taken at
+    enqueue; the rows inserted (id and times), in order."""
+    inserted: list[Row] = []
+    for part in batch.parts:
+        inserted += yield "insert_task", part
+    yield from take_unique_locks(batch.locking)
+    return inserted
+
+
+def take_unique_locks(locking: Sequence[tuple[int, str, str]]) -> Steps[None]:
+    """The steps that take the unique locks of ``locking`` (index, task id, key)
+    or raise the ``UniqueConflict`` that names each one held by another task."""
     if not locking:
         return
     ids = [task_id for _, task_id, _ in locking]
-    taken = {row["key"] for row in fetch(conn, "take_unique_locks", {"ids": ids})}
+    taken = {row["key"] for row in (yield "take_unique_locks", {"ids": ids})}
     refused = [(index, key) for index, _, key in locking if key not in taken]
     if not refused:
         return
     keys = [key for _, key in refused]
-    holders = {
-        row["key"]: row["task_id"] for row in fetch(conn, "unique_lock_holders", {"keys": keys})
-    }
+    holders = {row["key"]: row["task_id"] for row in (yield "unique_lock_holders", {"keys": keys})}
     raise unique_conflict([(index, key, holders.get(key)) for index, key in refused])
+
+
+def duplicate(ids: Sequence[str]) -> Steps[DuplicateTask]:
+    """The steps that find which of ``ids`` exists: the refusal naming it."""
+    existing = {row["id"] for row in (yield "existing_ids", {"ids": list(ids)})}
+    return DuplicateTask(next((i for i in ids if i in existing), ids[0]))
 
 
 def callers(connection: object) -> Connection:
     """The caller's connection, if it is one this store can write on."""
+    if isinstance(connection, psycopg.AsyncConnection):
+        raise StoreError(
+            "connection is a psycopg.AsyncConnection: write on it from async code, with "
+            "aenqueue() (or Store.atask_create_many); enqueue() takes a psycopg.Connection"
+        )
     if not isinstance(connection, psycopg.Connection):
         raise StoreError(f"connection must be a psycopg.Connection, not {type(connection)}")
+    return connection
+
+
+def async_callers(connection: object) -> AsyncConnection:
+    """The caller's async connection, if it is one this store can write on."""
+    if isinstance(connection, psycopg.Connection):
+        raise StoreError(
+            "connection is a psycopg.Connection: write on it with enqueue() (or "
+            "Store.task_create_many); aenqueue() takes a psycopg.AsyncConnection"
+        )
+    if not isinstance(connection, psycopg.AsyncConnection):
+        raise StoreError(f"connection must be a psycopg.AsyncConnection, not {type(connection)}")
     return connection

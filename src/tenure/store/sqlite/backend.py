@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import tempfile
 import threading
 import time
 import weakref
@@ -56,6 +57,14 @@ SYNCHRONOUS_MODES = ("full", "normal", "extra")
 survives a power cut, not only a process crash."""
 
 
+def scratch_directory(path: str | Path) -> tempfile.TemporaryDirectory[str] | None:
+    """For ``:memory:``, the temporary directory that holds the store's private
+    database until it is closed; ``None`` for a file."""
+    if str(path) in ("", ":memory:") or str(path).startswith("file::memory:"):
+        return tempfile.TemporaryDirectory(prefix="tenure-memory-")
+    return None
+
+
 class _Connection:
     """A thread's connection and the lock that ``close()`` takes before closing it.
 
@@ -73,6 +82,8 @@ class _Connection:
 class SQLiteStore(Watching, Store):
     """Tasks in one SQLite database file (WAL mode)."""
 
+    caller_connection = "a sqlite3.Connection"
+
     def __init__(
         self,
         path: str | Path,
@@ -88,11 +99,12 @@ class SQLiteStore(Watching, Store):
             )
         if not 0 <= busy_timeout <= 3600:  # also refuses NaN
             raise ConfigError(f"busy_timeout must be 0 to 3600 seconds, not {busy_timeout!r}")
-        if str(path) in ("", ":memory:") or str(path).startswith("file::memory:"):
-            raise ConfigError(
-                "an in-memory SQLite database cannot be shared by threads or processes; "
-                "use a file (a temporary directory will do)"
-            )
+        self._scratch = scratch_directory(path)
+        if self._scratch is not None:
+            # Threads share the database, which SQLite's own in-memory one cannot do
+            # (each connection would see a database of its own), and nothing in it
+            # outlives the store, so nothing needs to wait for the disk.
+            path, synchronous = Path(self._scratch.name) / "tenure.db", "off"
         self.path = str(path)
         self._synchronous = synchronous
         self._busy_timeout = busy_timeout
@@ -198,6 +210,8 @@ class SQLiteStore(Watching, Store):
         for connection in held:
             with connection.in_use:
                 connection.conn.close()
+        if self._scratch is not None:
+            self._scratch.cleanup()
 
     # -- creating -------------------------------------------------------------
 

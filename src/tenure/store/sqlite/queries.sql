@@ -319,6 +319,10 @@ PRAGMA synchronous = NORMAL;
 -- name: synchronous_extra
 PRAGMA synchronous = EXTRA;
 
+-- A private :memory: store's temporary file: nothing in it outlives the process.
+-- name: synchronous_off
+PRAGMA synchronous = OFF;
+
 -- name: count_tasks
 SELECT count(*) FROM tasks WHERE true {index_filters} {row_filters};
 

@@ -1,0 +1,1 @@
+"""A sign-up service: an example of a project that tests its tenure tasks."""

@@ -1,0 +1,1 @@
+"""Where Django looks for the management commands of ``tenure.contrib.django``."""

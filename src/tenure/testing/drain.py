@@ -1,0 +1,214 @@
+"""Run an App's queued tasks in the calling thread: a worker without processes or
+threads, for tests.
+
+Each task goes the way a worker takes it: reserved under a lease, its arguments
+decoded from the stored JSON, run inside the App's middleware, its result checked
+and encoded, its ending written fenced by the lease, the log line and the hooks
+told. So a test sees what production would, serialization mistakes included.
+
+Tasks scheduled for later (a delay, a retry's backoff, a snooze) run too, unless
+told otherwise: when nothing is due, the clock handed to the store jumps to the
+next task's time, so retries and snoozes finish without waiting and the stored
+timings still read in order. A task's timeout is not enforced here (nothing can
+stop a function running in the caller's own thread).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from tenure.errors import StoreUnavailable, TenureError
+from tenure.store import Completion, ReserveParams, Store, TaskFilter
+from tenure.store.types import StateOutcome, TaskState
+from tenure.task import Lease, Status, Task
+from tenure.worker.completer import failure_of
+from tenure.worker.held import Held
+from tenure.worker.loops import ThreadLoop
+from tenure.worker.runner import Ending, Raised, Succeeded, run_in_thread
+from tenure.worker.telling import Teller
+
+if TYPE_CHECKING:
+    from tenure.app import App
+    from tenure.registry import Registry
+
+OWNER = "tenure-testing"
+LEASE_SECONDS = 3600.0
+"""Nothing else runs these tasks, so the lease only has to outlast the call."""
+DEFAULT_LIMIT = 10_000
+
+_draining = threading.local()
+
+
+class TasksRemain(TenureError):
+    """``run_until_empty`` ran its limit of executions and tasks are still queued:
+    a task that snoozes or re-enqueues itself forever, most likely."""
+
+
+@dataclass
+class Drained:
+    """What ``run_until_empty`` ran: each execution's task as it was reserved,
+    and how many executions ended in each status."""
+
+    executed: list[Task] = field(default_factory=list)
+    ended: Counter[Status] = field(default_factory=Counter)
+
+    @property
+    def done(self) -> int:
+        return self.ended[Status.DONE]
+
+    @property
+    def failed(self) -> int:
+        return self.ended[Status.FAILED]
+
+    @property
+    def retried(self) -> int:
+        """Attempts that failed and were queued again (pending once more)."""
+        return self.ended[Status.PENDING]
+
+    def __len__(self) -> int:
+        return len(self.executed)
+
+
+def run_until_empty(
+    app: App,
+    *,
+    topics: Iterable[str] | None = None,
+    scheduled: bool = True,
+    limit: int = DEFAULT_LIMIT,
+) -> Drained:
+    """Run the App's queued tasks here until none is left to run.
+
+    ``topics`` defaults to those of the App's tasks, as a worker's do. With
+    ``scheduled=False`` only tasks due now run. Raises :class:`TasksRemain`
+    after ``limit`` executions. Called again while it runs (a task enqueued
+    from a task, in eager mode), it returns at once: the running call takes
+    the new task.
+    """
+    if getattr(_draining, "active", False):
+        return Drained()
+    _draining.active = True
+    try:
+        chosen = sorted(set(topics)) if topics is not None else app.registry.topics()
+        return _Drain(app.store, app.registry, chosen, scheduled).run(limit)
+    finally:
+        _draining.active = False
+
+
+class _Drain:
+    """One ``run_until_empty`` call: its clock, its loop for ``async def`` tasks."""
+
+    def __init__(self, store: Store, registry: Registry, topics: list[str], scheduled: bool):
+        self.store, self.registry, self.topics = store, registry, topics
+        self.scheduled = scheduled
+        self.tags = frozenset().union(*(f.config.tags for f in registry.values()))
+        """Every tag the App's tasks carry: a tagged task is reserved only by a
+        worker that has all its tags."""
+        self.ahead = timedelta(0)
+        """How far the clock given to the store runs ahead of the store's own."""
+        self.teller = Teller(store, registry.hooks)  # never started: tells inline
+        self.loop = ThreadLoop()
+
+    def run(self, limit: int) -> Drained:
+        drained = Drained()
+        try:
+            while self.topics and (task := self._next()) is not None:
+                if len(drained) >= limit:
+                    lease = Lease(task.id, OWNER, task.lease_token or 0)
+                    self.store.task_release(lease, now=self._now())
+                    raise TasksRemain(f"tasks remain after {limit} executions")
+                drained.executed.append(task)
+                state = self._execute(task)
+                if state is not None:
+                    drained.ended[state.status] += 1
+        finally:
+            self.loop.close()
+        return drained
+
+    def _now(self) -> datetime | None:
+        return None if not self.ahead else self.store.clock_now() + self.ahead
+
+    def _next(self) -> Task | None:
+        """The next task to run, moving the clock to the next scheduled one if
+        nothing is due and scheduled tasks run."""
+        while True:
+            params = ReserveParams(OWNER, self.topics, 1, LEASE_SECONDS, self.tags, self._now())
+            reserved = self.store.task_reserve(params)
+            if reserved:
+                return reserved[0]
+            if not self.scheduled or not self._skip_ahead():
+                return None
+
+    def _skip_ahead(self) -> bool:
+        """Move the clock to the earliest time a task of our topics waits for: a
+        pending task's ``run_at`` or a snoozed one's wake-up (which the
+        supervisor would give; here it is given at once). False if none."""
+        now = self._now() or self.store.clock_now()
+        waiting = [(t.run_at, t) for t in self._pending() if t.run_at is not None]
+        waiting += [
+            (t.lease_expires_at, t)
+            for t in self._leased()
+            if t.status is Status.SNOOZED and t.lease_expires_at is not None
+        ]
+        if not waiting:
+            return False
+        at, task = min(waiting, key=lambda pair: pair[0])
+        if at > now:
+            self.ahead += at - now + timedelta(milliseconds=1)
+        elif task.status is Status.PENDING:
+            return False  # due, yet not ours to reserve
+        if task.status is Status.SNOOZED:
+            self.store.task_revoke(task.id, task.record_ver, now=self._now())
+        return True
+
+    def _pending(self) -> Iterator[Task]:
+        for topic in self.topics:
+            pending, cursor = TaskFilter(topic=topic, status=Status.PENDING), None
+            while True:
+                page = self.store.task_list(pending, cursor=cursor, limit=1000)
+                yield from page.tasks
+                if (cursor := page.cursor) is None:
+                    break
+
+    def _leased(self) -> Iterator[Task]:
+        cursor = None
+        while True:
+            page = self.store.task_list_leased(topics=self.topics, cursor=cursor)
+            yield from page.tasks
+            if (cursor := page.cursor) is None:
+                break
+
+    def _execute(self, task: Task) -> TaskState | None:
+        lease = Lease(task.id, OWNER, task.lease_token or 0)
+        held = Held(task, lease, running=True)
+        self.teller.started(held)
+        ending = run_in_thread(self.registry, task, lease, self.loop)
+        assert ending is not None  # only a cancellation, which nothing sends here, is None
+        outcome, delay = self._write(held, ending)
+        if isinstance(outcome, TenureError):
+            self.teller.discarded(held, outcome)
+            return None
+        self.teller.ended(held, ending, outcome, delay)
+        return outcome
+
+    def _write(self, held: Held, ending: Ending) -> tuple[StateOutcome, float | None]:
+        """Write ``ending`` fenced by the lease, at this drain's clock; with the
+        delay it asked for (next attempt or wake-up)."""
+        now = self._now()
+        if isinstance(ending, Succeeded):
+            completion = Completion(held.lease, ending.result, ending.encoded)
+            return self.store.task_complete_many([completion], now=now)[0], None
+        if isinstance(ending, Raised):
+            failure = failure_of(held, ending, self.registry.backoff_of(held.task.name))
+            return self.store.task_fail_many([failure], now=now)[0], failure.retry_in
+        try:
+            snoozed = self.store.task_snooze(held.lease, ending.seconds, now=now)
+        except StoreUnavailable:
+            raise
+        except TenureError as exc:
+            return exc, None
+        return TaskState.of(snoozed), ending.seconds

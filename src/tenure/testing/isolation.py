@@ -1,0 +1,55 @@
+"""A private store for each test, and eager mode: what a test needs around an App
+that its own code declared at import time, pointed at the real store."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from tenure.testing.drain import run_until_empty
+
+if TYPE_CHECKING:
+    from tenure.app import App
+    from tenure.task import Task
+
+MEMORY_URL = "sqlite:///:memory:"
+"""A store private to one opening, gone when it closes (threads of the process
+share it; other processes cannot see it)."""
+
+_CACHED = ("store", "tasks", "events", "reports")
+
+
+@contextmanager
+def isolated(app: App, url: str = MEMORY_URL) -> Iterator[App]:
+    """``app`` pointed at the store ``url`` (a fresh private one by default) inside
+    the block; afterwards that store is closed and the App is as it was, its own
+    store (if it had opened one) untouched."""
+    saved_url = app.url
+    saved = {name: app.__dict__.pop(name) for name in _CACHED if name in app.__dict__}
+    app.use(url)
+    try:
+        yield app
+    finally:
+        app.close()
+        app.url = saved_url
+        app.__dict__.update(saved)
+
+
+@contextmanager
+def eager(app: App, *, scheduled: bool = True) -> Iterator[App]:
+    """Inside the block every enqueue of ``app`` (but one written on the caller's
+    own connection, which nothing else can see before it commits) runs the queued
+    tasks in the calling thread before it returns, as :func:`run_until_empty`
+    does; the returned handles show the tasks as they ended."""
+
+    def run(tasks: list[Task]) -> list[Task]:
+        run_until_empty(app, scheduled=scheduled)
+        return [app.store.task_get(task.id) or task for task in tasks]
+
+    previous = app.on_enqueued
+    app.on_enqueued = run
+    try:
+        yield app
+    finally:
+        app.on_enqueued = previous

@@ -1,0 +1,144 @@
+"""The FastAPI example (examples/fastapi_app) end to end, on a PostgreSQL
+database of its own: its lifespan, an order and its receipt task committed
+together or rolled back together, an enqueue outside any transaction, task
+status, and a real ``tenure worker`` running the tasks to done.
+
+Like every PostgreSQL test, it is skipped without a server unless
+``TENURE_REQUIRE_POSTGRES=1``, which makes that a failure (tests/conftest.py).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+import pytest
+from starlette.testclient import TestClient
+
+from tenure.store import TaskFilter
+from tests.conftest import POSTGRES_URL
+from tests.integration.workers import WorkerProcess
+
+pytestmark = pytest.mark.slow
+
+WORKER_APP = "examples.fastapi_app.tasks:queue"
+
+
+@pytest.fixture(scope="module")
+def example_url(postgres_url: str) -> Iterator[str]:
+    """A database of the example's own, created here and dropped after.
+    (``postgres_url`` first: it skips, or fails, when there is no server.)"""
+    dbname = f"tenure_fastapi_example_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{dbname}"')
+    try:
+        yield urlunsplit(urlsplit(postgres_url)._replace(path="/" + dbname))
+    finally:
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="module")
+def client(example_url: str) -> Iterator[TestClient]:
+    """The example app with its lifespan run (the store opened and migrated,
+    the shop's tables made), pointed at the example's database."""
+    from examples.fastapi_app import main, tasks
+
+    tasks.queue.use(example_url)
+    with TestClient(main.app) as opened:
+        yield opened
+
+
+@pytest.fixture(scope="module")
+def worker(example_url: str, client: TestClient) -> Iterator[WorkerProcess]:
+    """A ``tenure worker`` of the example's tasks (started once the lifespan
+    has made the tables its tasks write to)."""
+    process = WorkerProcess(example_url, app=WORKER_APP)
+    yield process
+    process.stop()
+
+
+def sql(url: str, query: str, *params: Any) -> Any:
+    """The first column of the first row of ``query``, read as the shop."""
+    with psycopg.connect(url) as conn:
+        row = conn.execute(query, params).fetchone()
+        assert row is not None
+        return row[0]
+
+
+def receipts() -> int:
+    """How many receipt tasks the queue holds."""
+    from examples.fastapi_app.tasks import queue
+
+    return queue.store.task_count(TaskFilter(topic="receipts"))
+
+
+def wait_done(client: TestClient, task_id: str, timeout: float = 30) -> dict[str, Any]:
+    """Poll the status endpoint until the task is done (fail on any other end)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        answer = client.get(f"/tasks/{task_id}")
+        assert answer.status_code == 200, answer.text
+        status: dict[str, Any] = answer.json()
+        if status["status"] != "pending" and status["status"] != "running":
+            assert status["status"] == "done", status
+            return status
+        assert time.monotonic() < deadline, f"task {task_id} still {status['status']}"
+        time.sleep(0.05)
+
+
+def test_an_order_and_its_receipt_task_commit_together(
+    client: TestClient, worker: WorkerProcess, example_url: str
+) -> None:
+    placed = client.post(
+        "/orders", json={"email": "ada@example.com", "item": "book", "quantity": 1}
+    )
+    assert placed.status_code == 201, placed.text
+    order_id, task_id = placed.json()["order_id"], placed.json()["task_id"]
+    status = wait_done(client, task_id)
+    assert status["result"] == f"receipt of order {order_id} sent to ada@example.com"
+    assert status["attempts"] == 1
+    assert client.get(f"/orders/{order_id}").json()["receipt_sent"] is True
+
+
+def test_a_refused_order_leaves_neither_its_row_nor_its_task(
+    client: TestClient, worker: WorkerProcess, example_url: str
+) -> None:
+    orders_before = sql(example_url, "SELECT count(*) FROM orders")
+    receipts_before = receipts()
+    refused = client.post(
+        "/orders", json={"email": "bo@example.com", "item": "lamp", "quantity": 3}
+    )
+    assert refused.status_code == 409
+    assert refused.json() == {"detail": "not enough lamp in stock"}
+    # The task was enqueued before the stock ran out, in the same transaction:
+    # rolled back with the order.
+    assert sql(example_url, "SELECT count(*) FROM orders") == orders_before
+    assert receipts() == receipts_before
+    assert sql(example_url, "SELECT available FROM stock WHERE item = 'lamp'") == 2
+
+
+def test_a_receipt_sent_again_is_enqueued_on_its_own(
+    client: TestClient, worker: WorkerProcess
+) -> None:
+    placed = client.post("/orders", json={"email": "cy@example.com", "item": "book", "quantity": 2})
+    order_id, first = placed.json()["order_id"], placed.json()["task_id"]
+    again = client.post(f"/orders/{order_id}/receipt")
+    assert again.status_code == 202, again.text
+    assert again.json()["order_id"] == order_id and again.json()["task_id"] != first
+    for task_id in (first, again.json()["task_id"]):
+        assert wait_done(client, task_id)["result"].startswith(f"receipt of order {order_id} ")
+
+
+def test_unknown_orders_and_tasks_are_not_found(client: TestClient) -> None:
+    assert client.post("/orders/999999/receipt").status_code == 404
+    assert client.get("/orders/999999").status_code == 404
+    assert client.get("/tasks/no-such-task").status_code == 404
+    assert (
+        client.post("/orders", json={"email": "d@x.y", "item": "book", "quantity": 0}).status_code
+        == 422
+    )
