@@ -267,7 +267,7 @@ class Events:
         wanted = EventFilter.of(topics, names, kinds, task_ids)
         store, wake = self._store(), _LoopWake(asyncio.get_running_loop())
         reader = _Reader(store, after, wanted)
-        unsubscribe = await asyncio.to_thread(store.event_notify, wake)
+        unsubscribe = await _registered(store, wake)
         try:
             while True:
                 wake.clear()
@@ -346,3 +346,20 @@ class Events:
             if len(found) >= limit or len(page) < READ_BATCH:
                 break
         return list(reversed(found[:limit])), head
+
+
+async def _registered(store: Store, wake: threading.Event) -> Callable[[], None]:
+    """``store.event_notify(wake)``, run on the executor; its unsubscribe. If the
+    awaiting follower is cancelled meanwhile, the registration still completes on
+    its thread: it is undone as soon as it does, never left waking no one."""
+    registering = asyncio.ensure_future(asyncio.to_thread(store.event_notify, wake))
+    try:
+        return await asyncio.shield(registering)
+    except asyncio.CancelledError:
+        registering.add_done_callback(_undo_registration)
+        raise
+
+
+def _undo_registration(registering: asyncio.Future[Callable[[], None]]) -> None:
+    if not registering.cancelled() and registering.exception() is None:
+        asyncio.get_running_loop().run_in_executor(None, registering.result())

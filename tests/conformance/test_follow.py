@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -165,3 +166,47 @@ def test_a_garbled_cursor_is_refused_when_following_begins(store: Store) -> None
     with pytest.raises(InvalidInput) as refused:
         next(Events(lambda: store).follow("nonsense"))
     assert refused.value.field == "after"
+
+
+class _SlowToRegister:
+    """The store, with ``event_notify`` held until released: a follower can be
+    cancelled while its registration is under way on the executor."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.entered, self.release = threading.Event(), threading.Event()
+        self.registered, self.undone = threading.Event(), threading.Event()
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.store, name)
+
+    def event_notify(self, wake: threading.Event) -> Callable[[], None]:
+        self.entered.set()
+        self.release.wait(10)
+        stop = self.store.event_notify(wake)
+        self.registered.set()
+
+        def unsubscribe() -> None:
+            stop()
+            self.undone.set()
+
+        return unsubscribe
+
+
+def test_a_follower_cancelled_while_registering_leaves_no_registration(store: Store) -> None:
+    slow = _SlowToRegister(store)
+    events = Events(lambda: slow)  # type: ignore[arg-type, return-value]
+
+    async def main() -> None:
+        follower = asyncio.ensure_future(anext(events.afollow()))
+        await asyncio.to_thread(slow.entered.wait, 10)
+        follower.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await follower
+        slow.release.set()
+        await asyncio.to_thread(slow.registered.wait, 10)
+        await asyncio.to_thread(slow.undone.wait, 5)
+
+    asyncio.run(main())
+    assert slow.registered.is_set()
+    assert slow.undone.is_set(), "the registration outlived its cancelled follower"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from http.cookies import SimpleCookie
+from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
@@ -212,3 +213,218 @@ def test_without_a_token_there_is_no_login_but_still_csrf(app: App) -> None:
         client.post(f"/tasks/{pending.id}/cancel", data={"csrf": token})
         assert app.tasks.get(pending.id).status is Status.CANCELLED
         assert client.get("/", headers={"Host": "attacker.example"}).status_code == 400
+
+
+# -- review: errors as pages, bounded forms, whole bulk actions, hosts, odd ids ----------
+
+
+def test_a_person_gets_a_page_and_a_program_json_for_a_failure(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """404, 405 and 500 off the API are HTML pages for a browser (the API's and
+    the metrics' stay JSON), and none says more than that the server failed."""
+    from tenure.http.dashboard import pages
+
+    def broken(app: App) -> dict[str, object]:
+        raise RuntimeError("secret detail of a bug")
+
+    monkeypatch.setattr(pages, "overview", broken)
+    served = create_app(app, token=TOKEN)
+    with TestClient(served, base_url=BASE, raise_server_exceptions=False) as client:
+        client.post("/login", data={"token": TOKEN})
+        for path, status in [("/no-such-page", 404), ("/static/nothing.css", 404)]:
+            answer = client.get(path)
+            assert answer.status_code == status, path
+            assert answer.headers["content-type"].startswith("text/html"), path
+            assert f"Nothing at {path}" in answer.text
+        refused = client.get("/logout")
+        assert refused.status_code == 405
+        assert refused.headers["content-type"].startswith("text/html")
+        assert refused.headers["allow"] == "POST"
+        failed = client.get("/")
+        assert failed.status_code == 500
+        assert failed.headers["content-type"].startswith("text/html")
+        assert "its log says why" in failed.text
+        assert "secret detail" not in failed.text
+        assert "Traceback" not in failed.text
+        assert "default-src 'none'" in failed.headers["content-security-policy"]
+        api = client.get("/api/no-such-thing", headers={"Authorization": f"Bearer {TOKEN}"})
+        assert api.status_code == 404
+        assert api.headers["content-type"].startswith("application/json")
+    # Without the dashboard, everything is the API's.
+    with TestClient(create_app(app, token=TOKEN, dashboard=False), base_url=BASE) as client:
+        answer = client.get("/no-such-page")
+        assert answer.status_code == 404
+        assert answer.headers["content-type"].startswith("application/json")
+
+
+def test_a_csrf_field_of_any_characters_is_refused_not_a_failure(browser: TestClient) -> None:
+    """``hmac.compare_digest`` raises ``TypeError`` on non-ASCII text: a CSRF
+    field with such characters was a 500 and a logged traceback."""
+    token = csrf_of(browser.get("/").text)
+    answer = browser.post("/logout", data={"csrf": token[:-1] + "é"}, follow_redirects=False)
+    assert answer.status_code == 403
+
+
+def test_a_session_cookie_of_any_characters_is_no_login_not_a_failure(app: App) -> None:
+    with TestClient(create_app(app, token=TOKEN), base_url=BASE) as client:
+        client.post("/login", data={"token": TOKEN})
+        session_id, expires, mac = client.cookies["tenure_session"].split(".")
+        client.cookies.clear()
+        forged = f"tenure_session={session_id}.{expires}.{mac[:-1]}\xe9".encode("latin-1")
+        headers: Any = {"Cookie": forged}  # bytes as sent: Latin-1 on the wire
+        answer = client.get("/", headers=headers, follow_redirects=False)
+        assert answer.status_code == 303
+        assert answer.headers["location"].startswith("/login")
+
+
+def test_forms_are_read_within_bounds_before_anything_else(browser: TestClient) -> None:
+    """The login page takes POSTs from anyone: a body over the limit is refused
+    (413) and a file upload (multipart, which Starlette spools to disk) is not
+    read at all (415)."""
+    for path in ["/login", "/tasks", "/logout"]:
+        huge = browser.post(path, data={"token": "x" * 2_000_000})
+        assert huge.status_code == 413, path
+        assert huge.headers["content-type"].startswith("text/html")
+        upload = browser.post(path, files={"token": ("t.bin", b"x" * 1000)})
+        assert upload.status_code == 415, path
+
+
+def test_a_bulk_action_over_the_limit_changes_nothing(app: App, browser: TestClient) -> None:
+    """Over 500 tasks named: refused whole, where the first 500 used to be
+    changed and the rest dropped without a word."""
+    pending = app.tasks.list(topic="idle", status=Status.PENDING, limit=3)
+    token = csrf_of(browser.get("/tasks").text)
+    ids = [t.id for t in pending] + [f"missing-{n}" for n in range(498)]
+    answer = browser.post("/tasks", data={"csrf": token, "action": "cancel", "id": ids},
+                          follow_redirects=False)  # fmt: skip
+    assert answer.status_code == 400
+    assert "At most 500 tasks at once (501 chosen); none was changed." in answer.text
+    assert all(app.tasks.get(t.id).status is Status.PENDING for t in pending)
+    # The same id twice is one task.
+    twice = browser.post("/tasks", data={"csrf": token, "action": "cancel",
+                                         "id": [pending[0].id] * 2})  # fmt: skip
+    assert "Cancelled 1 task." in twice.text
+    assert "could not be" not in twice.text
+
+
+def test_a_bulk_action_the_store_stops_halfway_says_what_it_did(
+    app: App, browser: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tenure.errors import StoreUnavailable
+
+    pending = app.tasks.list(topic="idle", status=Status.PENDING, limit=5)
+    token = csrf_of(browser.get("/tasks").text)
+    original, calls = app.store.task_cancel, []
+
+    def flaky(task_id: str, **options: object) -> object:
+        calls.append(task_id)
+        if len(calls) > 2:
+            raise StoreUnavailable("connection refused")
+        return original(task_id, **options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(app.store, "task_cancel", flaky)
+    ids = [t.id for t in pending]
+    answer = browser.post("/tasks", data={"csrf": token, "action": "cancel", "id": ids})
+    assert answer.status_code == 200
+    assert "Cancelled 2 tasks. 3 were not tried: the store failed" in answer.text
+    assert [app.tasks.get(i).status for i in ids] == [Status.CANCELLED] * 2 + [Status.PENDING] * 3
+
+
+def test_a_notice_is_what_the_server_did_never_text_from_the_cookie(browser: TestClient) -> None:
+    """The one-shot notice cookie carries counts; a planted one (from a sibling
+    host, say) cannot make the page say anything."""
+    browser.cookies.set("tenure_notice", "Your%20session%20expired%3A%20log%20in%20at%20evil")
+    page = browser.get("/tasks").text
+    assert "evil" not in page
+    assert 'class="notice"' not in page
+
+
+@pytest.mark.parametrize(
+    ("host", "answered"),
+    [
+        ("127.0.0.1:8765", True), ("localhost:8765", True), ("LOCALHOST", True),
+        ("localhost.:8765", True), ("[::1]:8765", True), ("[::1]", True),
+        ("127.0.0.2:8765", True),
+        ("attacker.example", False), ("localhost.attacker.example", False),
+        ("127.0.0.1.nip.io", False), ("[::2]:8765", False), ("::1", False),
+        ("127.0.0.1:port", False), ("", False), ("[::ffff:7f00:1]", False),
+    ],
+)  # fmt: skip
+def test_without_a_token_only_loopback_host_names_are_answered(
+    app: App, host: str, answered: bool
+) -> None:
+    """Any loopback address (``--insecure --host 127.0.0.2`` used to refuse
+    every request), ``localhost`` with its final dot, IPv6's ``[::1]`` with a
+    port; never a name that another resolver could point at 127.0.0.1."""
+    unguarded = create_app(app, token=None, insecure=True, dashboard=False)
+    with TestClient(unguarded, base_url=BASE) as client:
+        status = client.get("/api/stats", headers={"Host": host}).status_code
+        assert (status == 200) is answered, (host, status)
+
+
+def test_a_task_whose_id_holds_a_slash_or_markup_has_its_page_and_actions(
+    app: App, browser: TestClient
+) -> None:
+    notify = app.lookup("notify")
+    for chosen in ["invoices/2026/11", "a?b#c d&e", SCRIPT]:
+        task = notify.options(id=chosen, group_id=SCRIPT).enqueue(7)
+        listing = browser.get("/tasks", params={"group": SCRIPT})
+        assert SCRIPT not in listing.text
+        link = re.search(r'<a class="mono" href="(/tasks/[^"]+)">', listing.text)
+        assert link
+        page = browser.get(link.group(1).replace("&amp;", "&"))
+        assert page.status_code == 200, chosen
+        assert SCRIPT not in page.text
+        action = re.search(r'action="(/tasks/[^"]+/cancel)"', page.text)
+        assert action
+        done = browser.post(
+            action.group(1).replace("&amp;", "&"), data={"csrf": csrf_of(page.text)}
+        )
+        assert done.status_code == 200, chosen
+        assert "Cancelled 1 task." in done.text
+        assert app.tasks.get(task.id).status is Status.CANCELLED
+
+
+def test_without_a_token_a_page_of_another_site_cannot_change_tasks(app: App) -> None:
+    """A POST without a body needs no CORS permission: any page a developer
+    visits could retry or cancel a task of an ``--insecure`` server by its id
+    (ids may be chosen, hence guessed). The browser says where the page is
+    from (``Origin``); programs send none."""
+    notify = app.lookup("notify")
+    unguarded = create_app(app, token=None, insecure=True)
+    with TestClient(unguarded, base_url=BASE) as client:
+        for origin in ["https://attacker.example", "null", "http://localhost:8765"]:
+            task = notify.options(id=f"guessable-{len(origin)}").enqueue(1)
+            answer = client.post(f"/api/tasks/{task.id}/cancel", headers={"Origin": origin})
+            assert answer.status_code == 403, origin
+            assert app.tasks.get(task.id).status is Status.PENDING
+        for headers in [{}, {"Origin": BASE}]:
+            task = notify.enqueue(2)
+            answer = client.post(f"/api/tasks/{task.id}/cancel", headers=headers)
+            assert answer.status_code == 200, headers
+            assert app.tasks.get(task.id).status is Status.CANCELLED
+
+
+def test_every_text_a_task_or_worker_carries_is_escaped_on_every_page(
+    app: App, browser: TestClient
+) -> None:
+    """Topic, name, sub-topic, tags, group, description, data, error and
+    traceback, a worker's host, pool and topics: any can hold markup."""
+    from tenure.store.types import TaskError, WorkerInfo
+    from tests.conformance.support import new, reserve_one
+
+    marked = {"topic": SCRIPT, "name": SCRIPT, "sub_topic": SCRIPT, "tags": (SCRIPT,),
+              "group_id": SCRIPT, "description": SCRIPT, "data": {SCRIPT: [SCRIPT]}}  # fmt: skip
+    created = app.store.task_create(new(**marked))
+    _, lease = reserve_one(app.store, topics=[SCRIPT], tags=frozenset({SCRIPT}))
+    app.store.task_fail(lease, TaskError(SCRIPT, SCRIPT, SCRIPT))
+    worker = WorkerInfo(
+        id=SCRIPT, host=SCRIPT, pid=1, topics=(SCRIPT,), tags=(SCRIPT,), pool=SCRIPT
+    )
+    app.store.worker_beat(worker)
+    for path in [*PAGES, f"/tasks/{created.id}", f"/tasks?topic={SCRIPT}&status=failed"]:
+        answer = browser.get(path)
+        assert answer.status_code == 200, path
+        assert SCRIPT not in answer.text, path
+    assert "&lt;script&gt;" in browser.get(f"/tasks/{created.id}").text

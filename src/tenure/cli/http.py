@@ -24,6 +24,8 @@ import secrets
 import signal
 import socket
 import sys
+from collections.abc import Callable
+from types import FrameType
 from typing import TYPE_CHECKING
 
 from tenure import logs
@@ -111,8 +113,10 @@ def serve(args: argparse.Namespace) -> int:
 def _run(app: App, token: str | None, args: argparse.Namespace) -> None:
     """Serve ``app``'s API until uvicorn is told to stop."""
     from tenure.http import create_app  # noqa: PLC0415 - needs the web extra
+    from tenure.http.server import end_streams  # noqa: PLC0415 - needs the web extra
 
-    server, listening = build_server(create_app(app, token=token, insecure=args.insecure), args)
+    served = create_app(app, token=token, insecure=args.insecure)
+    server, listening = build_server(served, args, on_stop=lambda: end_streams(served))
     # Uvicorn stops gracefully on SIGTERM, then raises it again for the handler it
     # found: with this one, the store is closed and the command ends with 0, as a
     # worker does, instead of being killed by the default action.
@@ -161,11 +165,20 @@ def _app(args: argparse.Namespace) -> App:
     return app
 
 
-def build_server(api: ASGIApp, args: argparse.Namespace) -> tuple[uvicorn.Server, socket.socket]:
+def build_server(
+    api: ASGIApp, args: argparse.Namespace, on_stop: Callable[[], None] = lambda: None
+) -> tuple[uvicorn.Server, socket.socket]:
     """A uvicorn server for ``api`` and the socket it will serve, bound now, so
     that an address in use is one line (exit 2), not a traceback. Logging is
-    tenure's (``log_config=None``): uvicorn's records go to its handlers."""
+    tenure's (``log_config=None``): uvicorn's records go to its handlers.
+    ``on_stop`` is called when the server is told to stop, before it waits for
+    the open responses."""
     import uvicorn  # noqa: PLC0415 - needs the web extra
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            on_stop()
+            super().handle_exit(sig, frame)
 
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
     listening = socket.socket(family, socket.SOCK_STREAM)
@@ -187,7 +200,7 @@ def build_server(api: ASGIApp, args: argparse.Namespace) -> tuple[uvicorn.Server
         # long for it, then closes it (the browser reconnects to the next server).
         timeout_graceful_shutdown=3,
     )
-    return uvicorn.Server(config), listening
+    return Server(config), listening
 
 
 def _announce(app: App, listening: socket.socket, *, secured: bool) -> None:

@@ -3,24 +3,29 @@ one JSON error shape for everything that is not a success.
 
 Bad input is always a 4xx naming the field; the store out of reach is a 503
 with ``Retry-After``; anything else that fails is a 500 whose details go to the
-log (``tenure.http``), not to the client.
+log (``tenure.http``), not to the client. The API and the metrics answer so in
+JSON; the dashboard's paths (everything else, when the dashboard is served)
+answer with an HTML page that says the same, for a person in a browser.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import logging
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
+from urllib.parse import urlsplit
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -69,22 +74,34 @@ def create_app(
     served = document(secured=not insecure)
     middleware = [Middleware(SecurityHeaders)]
     if expected is None:
-        middleware.append(Middleware(TrustedHostMiddleware, allowed_hosts=LOOPBACK_NAMES))
+        middleware.append(Middleware(LoopbackOnly))
     else:
         middleware.append(Middleware(BearerAuth, token=expected))
     routes: list[BaseRoute] = [*Api(app, served).routes(), metrics_route(app)]
-    if dashboard:
-        routes += Site(app, expected).routes()
-    return Starlette(
+    site = Site(app, expected) if dashboard else None
+    if site is not None:
+        routes += site.routes()
+    answers = Answers(site)
+    served_app = Starlette(
         routes=routes,
         middleware=middleware,
         exception_handlers={
             ApiError: _api_error,
-            TenureError: _tenure_error,
-            HTTPException: _http_error,
-            Exception: _unexpected,
+            TenureError: answers.tenure_error,
+            HTTPException: answers.http_error,
+            Exception: answers.unexpected,
         },
     )
+    served_app.state.end_streams = site.live.close if site is not None else lambda: None
+    return served_app
+
+
+def end_streams(served_app: Starlette) -> None:
+    """End the dashboard's open streams of live updates, from any thread: what a
+    server that begins to stop does, so that it need not wait them out."""
+    end: Callable[[], None] | None = getattr(served_app.state, "end_streams", None)
+    if end is not None:
+        end()
 
 
 def metrics_route(app: App) -> Route:
@@ -118,8 +135,59 @@ def _digest(value: bytes) -> bytes:
     return hashlib.sha256(value).digest()
 
 
-LOOPBACK_NAMES = ["localhost", "127.0.0.1", "::1", "[::1]"]
-"""The ``Host`` names an unguarded server answers to."""
+_HOST = re.compile(r"(?:\[(?P<literal>[0-9a-f:.]+)\]|(?P<name>[0-9a-z.-]+))(?::[0-9]{1,5})?")
+
+
+def loopback_host(host: str | None) -> bool:
+    """Whether a ``Host`` header names this machine only: ``localhost`` (also
+    written with its final dot), an address of 127.0.0.0/8, or ``[::1]``, with
+    or without a port. Names that a resolver could answer otherwise are not."""
+    found = _HOST.fullmatch((host or "").lower())
+    if found is None:
+        return False
+    name, literal = found["name"], found["literal"]
+    if name in ("localhost", "localhost."):
+        return True
+    try:
+        address = ipaddress.ip_address(name or literal)
+    except ValueError:  # a host name: it may resolve to anything
+        return False
+    return address.is_loopback and (address.version == 6) == (literal is not None)
+
+
+class LoopbackOnly:
+    """Without a token: refuses (400) every request whose ``Host`` is not a
+    loopback name (:func:`loopback_host`), so that a page of another site cannot
+    reach the server through a name of its own that resolves to 127.0.0.1
+    (DNS rebinding); and (403) every request but a read that a browser says
+    comes from a page of another origin (``Origin``), so that a page the
+    developer visits cannot have the browser retry or cancel a task through
+    the API (a POST without a body needs no permission from this server)."""
+
+    SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        host = headers.get("host")
+        refusal: Response | None = None
+        if not loopback_host(host):
+            refusal = PlainTextResponse("Invalid host header", status_code=400)
+        elif scope.get("method", "GET") not in self.SAFE_METHODS:
+            origin = headers.get("origin")
+            if origin is not None and urlsplit(origin).netloc.lower() != (host or "").lower():
+                message = f"a request from a page of {origin} is refused"
+                refusal = JSONResponse(error_json("Origin", message), 403)
+        if refusal is not None:
+            await refusal(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
 
 CONTENT_SECURITY_POLICY = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -225,36 +293,72 @@ _REFUSALS: tuple[tuple[type[TenureError], int, str | None], ...] = (
 )
 
 
-async def _tenure_error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, TenureError)
-    if isinstance(exc, InvalidInput):
-        return _error(422, exc.field, exc.message)
-    for kind, status, field in _REFUSALS:
-        if isinstance(exc, kind):
-            return _error(status, field, str(exc))
-    if isinstance(exc, StoreUnavailable):
-        log.warning("%s %s: %s", request.method, request.url.path, exc)
-        message = "the store cannot be reached now; try again later"
-        return _error(503, None, message, {"Retry-After": RETRY_AFTER})
-    log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
-    return _error(500, None, "the server failed to answer; its log says why")
+class Answers:
+    """The exception handlers: each failure in JSON for the API and the metrics
+    (and everywhere without a dashboard), as an HTML page on the dashboard's
+    paths. Neither ever holds a traceback: that goes to the log."""
 
+    def __init__(self, site: Site | None) -> None:
+        self.site = site
 
-async def _http_error(request: Request, exc: Exception) -> Response:
-    """Starlette's own refusals: no such route (404), a method the route does not
-    take (405, with ``Allow``)."""
-    assert isinstance(exc, HTTPException)
-    headers = exc.headers or {}
-    if exc.status_code == 404:
-        return _error(404, "path", f"no route {request.url.path}: see /api/openapi.json")
-    if exc.status_code == 405:
-        allowed = headers.get("Allow", "")
-        message = f"{request.method} is not allowed here; allowed: {allowed}"
-        return _error(405, "method", message, headers)
-    return _error(exc.status_code, None, exc.detail, headers)
+    def _page(self, request: Request) -> Site | None:
+        """The dashboard, if it answers for this path."""
+        return None if _guarded(request.url.path) else self.site
 
+    def reply(
+        self, request: Request, status: int, field: str | None, message: str,
+        headers: Mapping[str, str] | None = None, *, page_message: str | None = None,
+    ) -> Response:  # fmt: skip
+        site = self._page(request)
+        if site is not None:
+            try:
+                return site.error_page(request, status, page_message or message, headers)
+            except Exception:  # the page itself failed: the JSON answer still says why
+                log.exception("the dashboard's error page failed")
+        return _error(status, field, message, headers)
 
-async def _unexpected(request: Request, exc: Exception) -> Response:
-    """A bug: the client gets a 500 without details; the server re-raises, so
-    the traceback is logged where the server logs."""
-    return _error(500, None, "the server failed to answer; its log says why")
+    async def tenure_error(self, request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, TenureError)
+        if isinstance(exc, InvalidInput):
+            return self.reply(request, 422, exc.field, exc.message)
+        for kind, status, field in _REFUSALS:
+            if isinstance(exc, kind):
+                return self.reply(request, status, field, str(exc))
+        if isinstance(exc, StoreUnavailable):
+            log.warning("%s %s: %s", request.method, request.url.path, exc)
+            message = "the store cannot be reached now; try again later"
+            page = "The store cannot be reached now; try again shortly."
+            headers = {"Retry-After": RETRY_AFTER}
+            return self.reply(request, 503, None, message, headers, page_message=page)
+        log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+        return self._failed(request)
+
+    async def http_error(self, request: Request, exc: Exception) -> Response:
+        """Starlette's own refusals: no such route (404), a method the route
+        does not take (405, with ``Allow``), and the dashboard's refusals of a form."""
+        assert isinstance(exc, HTTPException)
+        headers = exc.headers or {}
+        path = request.url.path
+        if exc.status_code == 404:
+            message = f"no route {path}: see /api/openapi.json"
+            return self.reply(request, 404, "path", message, page_message=f"Nothing at {path}.")
+        if exc.status_code == 405:
+            allowed = headers.get("Allow", "")
+            message = f"{request.method} is not allowed here; allowed: {allowed}"
+            return self.reply(request, 405, "method", message, headers)
+        return self.reply(request, exc.status_code, None, exc.detail, headers)
+
+    def _failed(self, request: Request) -> Response:
+        message = "the server failed to answer; its log says why"
+        page = "The server failed to answer this; its log says why."
+        return self.reply(request, 500, None, message, page_message=page)
+
+    async def unexpected(self, request: Request, exc: Exception) -> Response:
+        """A bug: the client gets a 500 without details; the server re-raises,
+        so the traceback is logged where the server logs. Answered outside the
+        middleware (by Starlette's ServerErrorMiddleware): the security headers
+        are added here."""
+        response = self._failed(request)
+        for name, value in SecurityHeaders.HEADERS:
+            response.headers[name.decode()] = value.decode()
+        return response

@@ -77,9 +77,9 @@ class Sessions:
         value = request.cookies.get(COOKIE, "")
         session_id, _, rest = value.partition(".")
         expires, _, mac = rest.partition(".")
-        if not (session_id and expires.isdigit() and mac):
+        if not (session_id and expires.isascii() and expires.isdigit() and mac):
             return None
-        if not hmac.compare_digest(mac, self._mac(f"{session_id}.{expires}")):
+        if not _same(mac, self._mac(f"{session_id}.{expires}")):
             return None
         if int(expires) < time.time():
             return None
@@ -119,7 +119,14 @@ def same_origin(request: Request) -> bool:
 def csrf_ok(session: Session, form: FormData) -> bool:
     """Whether the form carries the session's CSRF token."""
     given = form.get("csrf")
-    return isinstance(given, str) and hmac.compare_digest(given, session.csrf)
+    return isinstance(given, str) and _same(given, session.csrf)
+
+
+def _same(given: str, expected: str) -> bool:
+    """``given == expected`` in constant time, whatever ``given`` holds (a
+    cookie or a form field may hold any character; ``compare_digest`` refuses
+    non-ASCII strings with a ``TypeError``, but not bytes)."""
+    return hmac.compare_digest(given.encode("utf-8", "surrogateescape"), expected.encode())
 
 
 def safe_next(target: str | None) -> str:

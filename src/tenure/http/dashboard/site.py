@@ -4,30 +4,36 @@ with Jinja2, login and logout, and the actions (retry, cancel, in bulk).
 Each page is the store read on a worker thread (the stores are synchronous),
 then a template; a page that cannot be read says why in the page itself, with
 the status a client expects (400 for a bad filter, 404 for no such task, 503
-while the store is out of reach). Actions are POST forms that must carry the
-session's CSRF token and come from this host; each answers with a redirect back
-and a one-shot notice of what it did.
+while the store is out of reach). Actions are POST forms (read within the
+bounds of :mod:`~tenure.http.dashboard.actions`) that must carry the session's
+CSRF token and come from this host; each answers with a redirect back and a
+one-shot notice of what it did. Any other failure on the dashboard's paths is
+an HTML page too (:meth:`Site.error_page`, used by the server's handlers).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, unquote, urlencode
+from urllib.parse import quote, urlencode
 
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import FormData
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response, StreamingResponse
+from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
+from tenure.admin import TaskAdmin
 from tenure.app import App
-from tenure.errors import InvalidInput, InvalidTransition, StoreUnavailable, TaskNotFound
-from tenure.http.dashboard import pages, views
-from tenure.http.dashboard.live import Broadcaster
+from tenure.errors import InvalidInput, StoreUnavailable, TaskNotFound
+from tenure.events import Events
+from tenure.http.dashboard import actions, pages, views
+from tenure.http.dashboard.actions import ACTIONS, Outcome, read_form
+from tenure.http.dashboard.live import Broadcaster, EventStream
 from tenure.http.dashboard.session import (
     FLASH,
     Session,
@@ -38,8 +44,8 @@ from tenure.http.dashboard.session import (
 )
 
 HERE = Path(__file__).parent
-MAX_SELECTION = 500
-"""Tasks one bulk action may name."""
+RETRY_AFTER = "5"
+"""Seconds a browser is asked to wait after a 503, while the store is out of reach."""
 
 Gather = Callable[[App], dict[str, Any]]
 
@@ -52,16 +58,18 @@ class Site:
         self.sessions = Sessions(token)
         self.templates = Jinja2Templates(directory=HERE / "templates")
         views.environment(self.templates.env)
-        self.live = Broadcaster(lambda: app.events)
         self._opening = threading.Lock()
+        self.live = Broadcaster(self._events)
 
     def routes(self) -> list[BaseRoute]:
-        """Every route of the dashboard, at the root of the server."""
+        """Every route of the dashboard, at the root of the server. A task's id
+        may hold ``/`` (ids are the user's to choose): its routes take the rest
+        of the path."""
         return [
             Route("/", self.overview, methods=["GET"]),
             Route("/tasks", self.tasks, methods=["GET", "POST"]),
-            Route("/tasks/{id}", self.task, methods=["GET"]),
-            Route("/tasks/{id}/{action:str}", self.act, methods=["POST"]),
+            Route("/tasks/{id:path}", self.task, methods=["GET"]),
+            Route("/tasks/{id:path}/{action}", self.act, methods=["POST"]),
             Route("/groups", self.simple(pages.groups, "groups.html"), methods=["GET"]),
             Route("/workers", self.simple(pages.workers, "workers.html"), methods=["GET"]),
             Route("/locks", self.simple(pages.locks, "locks.html"), methods=["GET"]),
@@ -73,12 +81,20 @@ class Site:
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ]
 
-    # -- pages ----------------------------------------------------------------------
+    # -- the store ------------------------------------------------------------------
 
-    def _read(self, gather: Gather) -> dict[str, Any]:
+    def _open(self) -> App:
         with self._opening:  # the App opens its store on first use, once
             self.app.store  # noqa: B018
-        return gather(self.app)
+        return self.app
+
+    def _events(self) -> Events:
+        return self._open().events
+
+    def _admin(self) -> TaskAdmin:
+        return self._open().tasks
+
+    # -- pages ----------------------------------------------------------------------
 
     async def render(self, request: Request, template: str, gather: Gather) -> Response:
         """``template`` filled by ``gather(app)``; the login page instead if the
@@ -87,12 +103,14 @@ class Site:
         if session is None:
             target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
             return RedirectResponse(f"/login?{urlencode({'next': target})}", 303)
-        status, context = 200, {}
+        status, context, headers = 200, {}, {}
         try:
-            context = await run_in_threadpool(self._read, gather)
+            context = await run_in_threadpool(lambda: gather(self._open()))
         except (InvalidInput, TaskNotFound, StoreUnavailable) as exc:
             template, status, context = "error.html", *_failure(exc)
+            headers = {"Retry-After": RETRY_AFTER} if status == 503 else {}
         response = self._template(request, template, session, context, status)
+        response.headers.update(headers)
         if cookie is not None:
             self.sessions.set_cookie(response, request, cookie)
         return response
@@ -104,12 +122,23 @@ class Site:
         # A live refresh (the page's script re-reading itself) leaves the notice
         # for the page the browser is navigating to.
         live = "x-tenure-live" in request.headers
-        notice = None if live else unquote(request.cookies.get(FLASH, "")) or None
+        told = None if live else request.cookies.get(FLASH)
+        outcome = None if told is None else Outcome.of_cookie(told)
+        notice = None if outcome is None else outcome.notice()
         context = {"session": session, "notice": notice, "open": self.sessions.open, **context}
         response = self.templates.TemplateResponse(request, name, context, status_code=status)
         response.headers["Cache-Control"] = "no-store"
-        if notice is not None:
+        if told is not None:
             response.delete_cookie(FLASH, path="/")
+        return response
+
+    def error_page(
+        self, request: Request, status: int, message: str, headers: Mapping[str, str] | None = None
+    ) -> Response:
+        """A page that says why a request to the dashboard failed, for a person."""
+        context = {"code": status, "message": message}
+        response = self._template(request, "error.html", self.sessions.of(request), context, status)
+        response.headers.update(headers or {})
         return response
 
     def _session(self, request: Request) -> tuple[Session | None, str | None]:
@@ -142,16 +171,18 @@ class Site:
 
     async def task(self, request: Request) -> Response:
         wanted = request.path_params["id"]
+        if not wanted:
+            return RedirectResponse("/tasks", 303)
         return await self.render(request, "task.html", lambda app: pages.task(app, wanted))
 
     async def stream(self, request: Request) -> Response:
         if self._session(request)[0] is None:
             return Response("log in first", 401, media_type="text/plain")
-        task_id = request.query_params.get("task") or None
         headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
-        return StreamingResponse(
-            self.live.stream(task_id), media_type="text/event-stream", headers=headers
-        )
+        if request.method == "HEAD":  # no body: no stream held open for minutes
+            return Response(media_type="text/event-stream", headers=headers)
+        task_id = request.query_params.get("task") or None
+        return EventStream(self.live.stream(task_id), headers)
 
     # -- login ----------------------------------------------------------------------
 
@@ -161,7 +192,7 @@ class Site:
             return RedirectResponse(target, 303)
         if request.method == "GET":
             return self._template(request, "login.html", None, {"next": target})
-        form = await request.form()
+        form = await read_form(request)
         target = safe_next(str(form.get("next") or "/"))
         given = form.get("token")
         if not same_origin(request) or not isinstance(given, str):
@@ -175,7 +206,8 @@ class Site:
         return response
 
     async def logout(self, request: Request) -> Response:
-        refused = await self._refused(request)
+        form = await read_form(request)
+        refused = self._refused(request, form)
         if refused is not None:
             return refused
         response = RedirectResponse("/login", 303)
@@ -184,11 +216,10 @@ class Site:
 
     # -- actions --------------------------------------------------------------------
 
-    async def _refused(self, request: Request) -> Response | None:
+    def _refused(self, request: Request, form: FormData) -> Response | None:
         """A 403 page unless the POST carries its session's CSRF token and comes
         from this host."""
         session = self.sessions.of(request)
-        form = await request.form()
         if session is None or not same_origin(request) or not csrf_ok(session, form):
             message = "This form has expired or did not come from this dashboard; reload the page."
             context = {"code": 403, "message": message}
@@ -198,46 +229,37 @@ class Site:
     async def act(self, request: Request) -> Response:
         """``POST /tasks/{id}/retry`` or ``/cancel``: one task, named by its whole id."""
         task_id, action = request.path_params["id"], request.path_params["action"]
-        if action not in ("retry", "cancel"):
-            return self._template(request, "error.html", None, _not_found(request), 404)
+        if action not in ACTIONS:
+            message = f"Nothing at {request.url.path}."
+            return self.error_page(request, 404, message)
+        form = await read_form(request)
+        refused = self._refused(request, form)
+        if refused is not None:
+            return refused
         return await self._apply(request, action, [task_id], f"/tasks/{quote(task_id, safe='')}")
 
     async def bulk(self, request: Request) -> Response:
-        """``POST /tasks``: retry or cancel the tasks ticked on the page."""
-        form = await request.form()
-        action = str(form.get("action") or "")
-        ids = [str(value) for value in form.getlist("id")][:MAX_SELECTION]
-        if action not in ("retry", "cancel"):
-            context = {"code": 400, "message": "Choose retry or cancel."}
-            return self._template(request, "error.html", None, context, 400)
-        return await self._apply(request, action, ids, safe_next(str(form.get("back") or "/tasks")))
-
-    async def _apply(self, request: Request, action: str, ids: list[str], back: str) -> Response:
-        refused = await self._refused(request)
+        """``POST /tasks``: retry or cancel the tasks ticked on the page, at
+        most :data:`~tenure.http.dashboard.actions.MAX_SELECTION`."""
+        form = await read_form(request)
+        refused = self._refused(request, form)
         if refused is not None:
             return refused
-        notice = await run_in_threadpool(self._change, action, ids)
-        response = RedirectResponse(back, 303)
-        response.set_cookie(FLASH, quote(notice), max_age=60, path="/", httponly=True,
-                            samesite="strict")  # fmt: skip
-        return response
+        action = str(form.get("action") or "")
+        if action not in ACTIONS:
+            return self.error_page(request, 400, "Choose retry or cancel.")
+        ids = actions.selection(form)
+        back = safe_next(str(form.get("back") or "/tasks"))
+        return await self._apply(request, action, ids, back)
 
-    def _change(self, action: str, ids: list[str]) -> str:
-        """Retry or cancel each task; what happened, in a sentence."""
-        admin = self.app.tasks
-        act = admin.retry if action == "retry" else admin.cancel
-        changed = refused = 0
-        for task_id in ids:
-            try:
-                act(task_id)
-                changed += 1
-            except (InvalidTransition, TaskNotFound, InvalidInput):
-                refused += 1
-        done = "Retried" if action == "retry" else "Cancelled"
-        notice = f"{done} {changed} task{'s' * (changed != 1)}."
-        if refused:
-            notice += f" {refused} could not be: gone, or a status that does not allow it."
-        return notice
+    async def _apply(self, request: Request, action: str, ids: list[str], back: str) -> Response:
+        """Do ``action`` to ``ids`` (the form checked), then back to ``back``
+        with the notice of what was done."""
+        outcome = await run_in_threadpool(actions.apply, self._admin, action, ids)
+        response = RedirectResponse(back, 303)
+        response.set_cookie(FLASH, outcome.cookie(), max_age=60, path="/", httponly=True,
+                            samesite="strict", secure=request.url.scheme == "https")  # fmt: skip
+        return response
 
 
 def _failure(exc: Exception) -> tuple[int, dict[str, Any]]:
@@ -246,7 +268,3 @@ def _failure(exc: Exception) -> tuple[int, dict[str, Any]]:
     if isinstance(exc, TaskNotFound):
         return 404, {"code": 404, "message": f"No task's id is or begins with {exc.task_id!r}."}
     return 503, {"code": 503, "message": "The store cannot be reached now; try again shortly."}
-
-
-def _not_found(request: Request) -> dict[str, Any]:
-    return {"code": 404, "message": f"Nothing at {request.url.path}."}

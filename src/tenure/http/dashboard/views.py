@@ -49,7 +49,9 @@ def count(value: int) -> str:
 
 
 def environment(env: Environment) -> Environment:
-    """``env`` with the dashboard's filters and globals."""
+    """``env`` with the dashboard's filters and globals, escaping every
+    template's values whatever the template's name."""
+    env.autoescape = True
     env.filters.update(age=age, since=since, when=when, pretty=pretty, count=count)
     env.globals.update(statuses=STATUSES)
     return env

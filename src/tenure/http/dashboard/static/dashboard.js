@@ -33,15 +33,22 @@ function follow() {
   const task = document.body.dataset.task;
   const source = new EventSource("/live" + (task ? "?task=" + encodeURIComponent(task) : ""));
   const dot = document.getElementById("live-state");
-  let busy = false, again = false;
-  source.onopen = () => dot && dot.classList.add("on");
-  source.onerror = () => dot && dot.classList.remove("on");
-  source.addEventListener("change", async () => {
+  let busy = false, again = false, opened = false;
+  const changed = async () => {
     if (mode === "notice") { document.getElementById("fresh").hidden = false; return; }
     if (busy) { again = true; return; }
     busy = true;
     try { do { again = false; await refresh(); } while (again); } finally { busy = false; }
-  });
+  };
+  source.onopen = () => {
+    if (dot) dot.classList.add("on");
+    // Back after the stream was closed (the server restarted, the store was
+    // out of reach): what changed meanwhile was not told, so read it now.
+    if (opened && mode === "refresh") changed();
+    opened = true;
+  };
+  source.onerror = () => dot && dot.classList.remove("on");
+  source.addEventListener("change", changed);
 }
 
 document.addEventListener("DOMContentLoaded", () => { selectAll(); follow(); });
