@@ -236,7 +236,7 @@ def test_the_example_suite_passes_on_postgresql(postgres_url: str) -> None:
         done = manage(postgres_environment(dbname), "test", "--no-input")
 
         assert done.returncode == 0, done.stderr
-        assert "Ran 9 tests" in done.stderr and "\nOK" in done.stderr
+        assert "Ran 13 tests" in done.stderr and "\nOK" in done.stderr
         # tenure let go of the test database, so Django could drop it.
         assert not database_exists(f"test_{dbname}")
 
@@ -249,7 +249,7 @@ def test_the_example_suite_passes_on_sqlite(tmp_path: Path) -> None:
     done = manage(env, "test", "--no-input")
 
     assert done.returncode == 0, done.stderr
-    assert "Ran 9 tests" in done.stderr and "\nOK" in done.stderr
+    assert "Ran 13 tests" in done.stderr and "\nOK" in done.stderr
     assert list(tmp_path.iterdir()) == []  # no test database, and no -wal beside it
 
 

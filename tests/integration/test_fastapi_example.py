@@ -3,6 +3,11 @@ database of its own: its lifespan, an order and its receipt task committed
 together or rolled back together, an enqueue outside any transaction, task
 status, and a real ``tenure worker`` running the tasks to done.
 
+The same app is also tested as a user's suite would test it without a worker:
+on another database of its own (``tenure.testing.isolated``, so that the
+worker of the tests above never takes its tasks), with the receipts run in the
+test's process by ``tenure.testing.run_until_empty`` and in eager mode.
+
 Like every PostgreSQL test, it is skipped without a server unless
 ``TENURE_REQUIRE_POSTGRES=1``, which makes that a failure (tests/conftest.py).
 """
@@ -12,6 +17,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -20,6 +26,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from tenure.store import TaskFilter
+from tenure.testing import eager, isolated, run_until_empty
 from tests.conftest import POSTGRES_URL
 from tests.integration.workers import WorkerProcess
 
@@ -28,11 +35,10 @@ pytestmark = pytest.mark.slow
 WORKER_APP = "examples.fastapi_app.tasks:queue"
 
 
-@pytest.fixture(scope="module")
-def example_url(postgres_url: str) -> Iterator[str]:
-    """A database of the example's own, created here and dropped after.
-    (``postgres_url`` first: it skips, or fails, when there is no server.)"""
-    dbname = f"tenure_fastapi_example_{uuid.uuid4().hex[:8]}"
+@contextmanager
+def own_database(postgres_url: str, prefix: str) -> Iterator[str]:
+    """The URL of a database created here and dropped after."""
+    dbname = f"{prefix}_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
         admin.execute(f'CREATE DATABASE "{dbname}"')
     try:
@@ -40,6 +46,14 @@ def example_url(postgres_url: str) -> Iterator[str]:
     finally:
         with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="module")
+def example_url(postgres_url: str) -> Iterator[str]:
+    """A database of the example's own, created here and dropped after.
+    (``postgres_url`` first: it skips, or fails, when there is no server.)"""
+    with own_database(postgres_url, "tenure_fastapi_example") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -142,3 +156,84 @@ def test_unknown_orders_and_tasks_are_not_found(client: TestClient) -> None:
         client.post("/orders", json={"email": "d@x.y", "item": "book", "quantity": 0}).status_code
         == 422
     )
+
+
+@pytest.fixture(scope="module")
+def in_process_url(postgres_url: str) -> Iterator[str]:
+    """Another database of the example's, where no worker runs."""
+    with own_database(postgres_url, "tenure_fastapi_in_process") as url:
+        yield url
+
+
+@pytest.fixture
+def in_process(in_process_url: str) -> Iterator[TestClient]:
+    """The example app, its queue pointed at ``in_process_url`` for the test
+    (and put back after it): the tasks run only when the test runs them."""
+    from examples.fastapi_app import main, tasks
+
+    with isolated(tasks.queue, in_process_url), TestClient(main.app) as opened:
+        yield opened
+
+
+def test_run_until_empty_sends_the_receipt_of_a_placed_order(in_process: TestClient) -> None:
+    from examples.fastapi_app.tasks import queue
+
+    placed = in_process.post(
+        "/orders", json={"email": "ed@example.com", "item": "book", "quantity": 1}
+    ).json()
+    assert in_process.get(f"/tasks/{placed['task_id']}").json()["status"] == "pending"
+
+    drained = run_until_empty(queue)
+
+    assert (drained.done, drained.failed) == (1, 0)
+    status = in_process.get(f"/tasks/{placed['task_id']}").json()
+    assert status["result"] == f"receipt of order {placed['order_id']} sent to ed@example.com"
+    assert in_process.get(f"/orders/{placed['order_id']}").json()["receipt_sent"] is True
+
+
+def test_a_refused_order_leaves_nothing_to_run(in_process: TestClient) -> None:
+    from examples.fastapi_app.tasks import queue
+
+    refused = in_process.post(
+        "/orders", json={"email": "fi@example.com", "item": "lamp", "quantity": 99}
+    )
+
+    assert refused.status_code == 409
+    assert len(run_until_empty(queue)) == 0
+
+
+def test_a_receipt_of_no_order_is_retried_then_fails_without_waiting(
+    in_process: TestClient,
+) -> None:
+    from examples.fastapi_app.tasks import queue, send_receipt
+
+    handle = send_receipt.enqueue(999_999)
+
+    drained = run_until_empty(queue)  # the retries' backoff: the clock moves ahead
+
+    assert (drained.retried, drained.failed) == (3, 1)
+    task = handle.refresh()
+    assert task.attempts == 4
+    assert "there is no order 999999" in str(task.error)
+
+
+def test_in_eager_mode_an_enqueue_runs_what_is_queued_before_it_returns(
+    in_process: TestClient,
+) -> None:
+    from examples.fastapi_app.tasks import queue
+
+    def status(task_id: str) -> str:
+        answer: str = in_process.get(f"/tasks/{task_id}").json()["status"]
+        return answer
+
+    with eager(queue):
+        order = {"email": "gu@example.com", "item": "book", "quantity": 1}
+        placed = in_process.post("/orders", json=order).json()
+        # Written on the endpoint's connection, in its transaction: eager mode
+        # cannot run it at the enqueue (nothing saw it before the commit).
+        assert status(placed["task_id"]) == "pending"
+        # aenqueue without a connection: committed at once, and the queue run.
+        again = in_process.post(f"/orders/{placed['order_id']}/receipt").json()
+
+    assert status(again["task_id"]) == "done"
+    assert status(placed["task_id"]) == "done"

@@ -5,8 +5,14 @@ They are a JSON API for other programs, so they are exempt from Django's CSRF
 check, which protects browser forms (a real shop would authenticate callers).
 ``ATOMIC_REQUESTS`` wraps each view in a transaction that Django commits when
 the view returns a response and rolls back when it raises (or when the view
-asks, with ``transaction.set_rollback(True)``). ``transactional(task)`` writes
-the task on Django's connection, in that transaction.
+asks, with ``transaction.set_rollback(True)``). Inside an atomic block a plain
+``send_receipt.enqueue(...)`` is written on Django's connection, in that
+transaction (``settings.TENURE['TRANSACTIONAL']``, on by default); outside one
+(``resend_receipt``) it is committed at once.
+
+``transactional(send_receipt).enqueue(...)`` says the same explicitly: it is
+what to write where that setting is off. The tests use it once
+(orders/tests.py).
 """
 
 import json
@@ -21,7 +27,6 @@ from django.views.decorators.http import require_GET, require_POST
 from orders.models import Order
 from orders.tasks import app, send_receipt
 from tenure import TaskNotFound
-from tenure.contrib.django import transactional
 
 MAX_QUANTITY = 10
 """What the warehouse holds of any item."""
@@ -76,7 +81,7 @@ def place_order(request: HttpRequest) -> JsonResponse:
     except ValueError as exc:
         return JsonResponse({"error": str(exc)}, status=400)
     # Written in this request's transaction: committed with the order, or not at all.
-    receipt = transactional(send_receipt.options(id=order.receipt_task_id)).enqueue(order.pk)
+    receipt = send_receipt.options(id=order.receipt_task_id).enqueue(order.pk)
     try:
         charge(order)
     except CardDeclined as exc:
@@ -101,8 +106,7 @@ def import_orders(request: HttpRequest) -> JsonResponse:
         try:
             with transaction.atomic():  # a savepoint
                 order = Order.objects.create(**fields)
-                receipt = send_receipt.options(id=order.receipt_task_id)
-                transactional(receipt).enqueue(order.pk)
+                send_receipt.options(id=order.receipt_task_id).enqueue(order.pk)
                 reserve_stock(order)
         except OutOfStock as exc:
             refused.append({"item": fields["item"], "error": str(exc)})
@@ -118,7 +122,7 @@ def resend_receipt(request: HttpRequest, pk: int) -> JsonResponse:
     """``POST /orders/<pk>/resend-receipt``: outside any transaction (Django's
     autocommit), so the task is committed as soon as it is enqueued."""
     order = get_object_or_404(Order, pk=pk)
-    receipt = transactional(send_receipt).enqueue(order.pk, again=True)
+    receipt = send_receipt.enqueue(order.pk, again=True)
     return JsonResponse({"order": order.pk, "receipt_task": receipt.id}, status=202)
 
 

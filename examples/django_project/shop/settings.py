@@ -63,7 +63,9 @@ else:
         }
     }
 
-# The tasks live in DATABASES["default"]: no URL of their own.
+# The tasks live in DATABASES["default"]: no URL of their own. And so an enqueue
+# inside an atomic block (every view, under ATOMIC_REQUESTS) is written in that
+# transaction: "TRANSACTIONAL": True is the default.
 TENURE = {"APP": "orders.tasks:app"}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

@@ -9,12 +9,17 @@ Django's transactions, and workers started with ``manage.py``.
 and in your code::
 
     from django.db import transaction
-    from tenure.contrib.django import transactional
 
     with transaction.atomic():
         order = Order.objects.create(...)
-        transactional(send_receipt).enqueue(order.pk)   # exists iff Django commits
+        send_receipt.enqueue(order.pk)   # in Django's transaction: exists iff it commits
 
+- Inside an atomic block (or a view under ``ATOMIC_REQUESTS``) of the tasks'
+  alias, an enqueue is written in Django's transaction, a nested ``atomic()``
+  being a savepoint that takes its tasks with it; outside one, or from another
+  thread, it is committed at once. ``TENURE["TRANSACTIONAL"] = False`` turns
+  this off (see :mod:`tenure.contrib.django.atomic`); ``transactional(task)``
+  asks for it explicitly, one enqueue at a time.
 - The App's store is Django's database (``DATABASES["default"]``, or the alias
   ``TENURE["DATABASE"]``; PostgreSQL with psycopg 3, or SQLite), followed to
   the test database under Django's test runner; ``TENURE["URL"]`` puts it

@@ -4,8 +4,11 @@ creates, switches and drops databases around it.
 
 ``ready()`` of the app config calls :func:`bind`: it imports the App's module
 (as Django's admin imports ``admin.py``), points the App at Django's database
-(or at ``TENURE['URL']``) with :meth:`tenure.App.use`, and adds
-:class:`CloseOldConnections`. It runs no query: the store opens on first use.
+(or at ``TENURE['URL']``) with :meth:`tenure.App.use`, adds
+:class:`CloseOldConnections`, and (``TENURE['TRANSACTIONAL']``) makes a plain
+enqueue inside an atomic block join Django's transaction (see
+:mod:`tenure.contrib.django.atomic`). It runs no query: the store opens on
+first use.
 
 Django's test runner then replaces the database under the same alias (``NAME``
 becomes ``test_<NAME>``) after ``ready()`` has run. :func:`follow`, a receiver
@@ -31,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tenure.app import App
+from tenure.contrib.django.atomic import JoinAtomicBlocks, joins_atomic_blocks
 from tenure.contrib.django.conf import TenureSettings, tenure_settings
 from tenure.contrib.django.databases import store_url
 from tenure.errors import ConfigError
@@ -73,6 +77,7 @@ def bind() -> Binding:
         app.add_middleware(CloseOldConnections())
     with _lock:
         _point(app, config.app, _current_url(config))
+        _join_atomic_blocks(app, config)
         first = _binding is None
         _binding = Binding(app, config)
     if first:
@@ -103,6 +108,15 @@ def _current_url(config: TenureSettings) -> str:
     from django.db import connections  # noqa: PLC0415 - settings are configured by now
 
     return store_url(connections[config.database])
+
+
+def _join_atomic_blocks(app: App, config: TenureSettings) -> None:
+    """Set, or take back, the App's ``enqueue_connection`` as ``TRANSACTIONAL``
+    says (a hook of the App's own is replaced only when joining)."""
+    if joins_atomic_blocks(config):
+        app.enqueue_connection = JoinAtomicBlocks(app, config.database)
+    elif isinstance(app.enqueue_connection, JoinAtomicBlocks):
+        app.enqueue_connection = None
 
 
 def _point(app: App, path: str, url: str) -> None:
@@ -147,6 +161,11 @@ def migrate_schema(sender: object, using: str, verbosity: int = 1, **kwargs: Any
     if applied and verbosity >= 1:
         out = kwargs.get("stdout") or sys.stdout
         out.write(f"  tenure: applied {', '.join(applied)} to {describe_url(binding.app.url)}\n")
+    if parse_url(binding.app.url)[0] == "sqlite":
+        # Open the store now, while nothing holds the file: opening takes SQLite's
+        # write lock, which a TestCase's transaction holds once its test wrote, and
+        # a first enqueue there (in that transaction) would wait for it in vain.
+        _ = binding.app.store
 
 
 def _close() -> None:
@@ -192,11 +211,19 @@ class CloseOldConnections(Middleware):
 
 
 def _close_old_connections() -> None:
+    """Django's ``close_old_connections()``, sparing a connection in an atomic
+    block: a worker's thread never is in one between tasks, but
+    ``tenure.testing.run_until_empty`` runs tasks in the caller's thread, which
+    may be (a test's transaction). Closing it there would break that
+    transaction (Django refuses to reconnect inside it), as Django's test
+    client knows: it turns ``close_old_connections`` off around its requests."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:  # a thread of its own: the ORM is usable here
-        from django.db import close_old_connections  # noqa: PLC0415
+        from django.db import connections  # noqa: PLC0415
 
-        close_old_connections()
+        for connection in connections.all(initialized_only=True):
+            if not connection.in_atomic_block:
+                connection.close_if_unusable_or_obsolete()
     # On the event loop (an async def task) Django refuses sync database calls,
     # closing included: the task's database work runs in sync_to_async's thread.

@@ -6,13 +6,17 @@
         "APP": "shop.tasks:app",   # required: module:attribute of your tenure.App
         "DATABASE": "default",     # the alias of DATABASES whose database holds the tasks
         "URL": None,               # a store URL instead (a database of its own)
+        "TRANSACTIONAL": True,     # a plain enqueue in an atomic block joins it
     }
 
 Without ``URL``, tenure's tables live in the database of ``DATABASE``, so a task
-can be written in the transaction Django opened there. The setting is read when
-asked for, never at import, so ``override_settings`` and a test runner's
-changes are seen; a mistake is a :class:`~tenure.errors.ConfigError` naming the
-key and what would be right.
+can be written in the transaction Django opened there, and with
+``TRANSACTIONAL`` (the default) every enqueue inside an atomic block of that
+alias is. :func:`tenure_settings` reads the setting when asked, never at
+import; the binding asks once, when Django starts (the app config's
+``ready()``), so settings changed later (``override_settings``) do not re-bind
+the App. A mistake is a :class:`~tenure.errors.ConfigError` naming the key and
+what would be right.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from tenure.errors import ConfigError
 from tenure.store.url import parse_url, redact
 
 SETTING = "TENURE"
-KEYS = ("APP", "DATABASE", "URL")
+KEYS = ("APP", "DATABASE", "URL", "TRANSACTIONAL")
 EXAMPLE = "TENURE = {'APP': 'shop.tasks:app'}"
 
 
@@ -40,6 +44,11 @@ class TenureSettings:
     """The Django database alias whose transactions tasks can join."""
     url: str | None = None
     """A store URL of its own; ``None``: the store is ``database``'s database."""
+    transactional: bool | None = None
+    """Whether an enqueue without ``connection=`` inside an atomic block of
+    ``database`` is written in that block's transaction. ``None`` (not set):
+    yes when the store is that database, no when ``url`` puts it elsewhere;
+    ``True`` insists (a store elsewhere is then an error); ``False``: never."""
 
 
 def tenure_settings() -> TenureSettings:
@@ -64,6 +73,7 @@ def read(raw: object, aliases: list[str]) -> TenureSettings:
         app=_app(raw.get("APP")),
         database=_database(raw.get("DATABASE", "default"), aliases),
         url=_url(raw.get("URL")),
+        transactional=_transactional(raw.get("TRANSACTIONAL")),
     )
 
 
@@ -107,6 +117,12 @@ def _url(value: object) -> str | None:
     except ConfigError as exc:
         raise ConfigError(f"settings.{SETTING}['URL']: {exc}") from None
     return value
+
+
+def _transactional(value: object) -> bool | None:
+    if value is None or isinstance(value, bool):
+        return value
+    raise ConfigError(f"settings.{SETTING}['TRANSACTIONAL'] must be True or False, not {value!r}")
 
 
 def describe(settings: TenureSettings) -> str:

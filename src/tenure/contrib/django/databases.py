@@ -127,12 +127,16 @@ def _realpath(sqlite_url: str) -> str:
 
 def driver_connection(wrapper: Any) -> Any:
     """The driver connection under Django's connection ``wrapper``, connected
-    (in Django's transaction if an atomic block is open, else in autocommit)."""
+    (in Django's transaction if an atomic block is open, else in autocommit).
+    Django's ``TransactionManagementError`` if that transaction is broken (an
+    error inside the block, caught without a savepoint): Django refuses every
+    query there, and a task written in it could only be rolled back."""
     if wrapper.vendor not in SUPPORTED:
         store_url(wrapper)  # raises, saying what to do instead
     if wrapper.vendor == "postgresql":
         _need_psycopg3(wrapper.alias)
     wrapper.ensure_connection()
+    wrapper.validate_no_broken_transaction()
     return wrapper.connection
 
 

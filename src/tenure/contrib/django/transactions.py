@@ -11,6 +11,12 @@ nested ``atomic()`` is a savepoint, and the task goes with it too. Outside any
 atomic block Django's connection is in autocommit, and the task is committed at
 once, as any enqueue is.
 
+With ``settings.TENURE['TRANSACTIONAL']`` (the default) a plain enqueue does the
+same inside an atomic block of ``TENURE['DATABASE']``
+(:mod:`tenure.contrib.django.atomic`): :func:`transactional` is then the
+explicit form, and what joins a transaction that setting does not: one opened
+on another alias of the same database (``using=``), or any once it is off.
+
 The store must be that database: without ``settings.TENURE['URL']`` it is, by
 construction; with one, a task Django's connection wrote would land where
 tenure's workers never look, which is refused here with a ConfigError. For a
