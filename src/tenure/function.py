@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import (
@@ -38,6 +39,14 @@ from tenure.unique import Unique, lock_key
 
 if TYPE_CHECKING:
     from tenure.store import Store
+
+
+ENQUEUE_CLOCK: ContextVar[tuple[object, Callable[[], datetime | None]] | None] = ContextVar(
+    "tenure_enqueue_clock", default=None
+)
+"""A store and the clock to stamp the tasks enqueued to it in this context: set
+while :func:`tenure.testing.run_until_empty` runs tasks on a clock moved ahead of
+the store's, so that what they enqueue is timed on that same clock."""
 
 
 class Enqueuer(Protocol):
@@ -225,12 +234,16 @@ class TaskFunction(Generic[P, R]):
         connection = self._options.connection
         if connection is None:
             return await asyncio.to_thread(self._create, tasks)
-        # The store's first use opens it (and may migrate it): not on the event loop.
-        store = await asyncio.to_thread(lambda: self.app.store)
+        if "store" in vars(self.app):
+            store = self.app.store
+        else:  # its first use opens it (and may migrate it): not on the event loop
+            store = await asyncio.to_thread(lambda: self.app.store)
         batch: _Batch[R] = _Batch([self.prepared(task) for task in tasks])
         while True:
             try:
-                created = await store.atask_create_many(batch.kept(), connection=connection)
+                created = await store.atask_create_many(
+                    batch.kept(), now=_clock_of(store), connection=connection
+                )
                 break
             except UniqueConflict as conflict:
                 batch.reject(conflict)  # nothing was written: write the rest
@@ -327,11 +340,13 @@ class TaskFunction(Generic[P, R]):
     def _create(self, tasks: list[NewTask]) -> list[TaskHandle[R]]:
         """Store ``tasks``; a conflicting unique task is rejected (a handle that
         says so) or raises ``UniqueConflict``, as its rule says."""
-        connection = self._connection()
+        connection, store = self._connection(), self.app.store
         batch: _Batch[R] = _Batch([self.prepared(task) for task in tasks])
         while True:
             try:
-                created = self.app.store.task_create_many(batch.kept(), connection=connection)
+                created = store.task_create_many(
+                    batch.kept(), now=_clock_of(store), connection=connection
+                )
                 break
             except UniqueConflict as conflict:
                 # The batch wrote nothing: drop the rejected items and write the rest.
@@ -357,6 +372,13 @@ class TaskFunction(Generic[P, R]):
         if not headers or not isinstance(task.data, dict):
             return task
         return replace(task, data={**task.data, "headers": headers})
+
+
+def _clock_of(store: object) -> datetime | None:
+    """The time to stamp new tasks of ``store`` with: the moved clock of a
+    ``run_until_empty`` running in this context, else ``None`` (the store's)."""
+    moved = ENQUEUE_CLOCK.get()
+    return moved[1]() if moved is not None and moved[0] is store else None
 
 
 class _Batch(Generic[R]):

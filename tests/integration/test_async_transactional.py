@@ -7,6 +7,7 @@ anything is written, on either store."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
@@ -371,3 +372,36 @@ def test_sqlite_refuses_async_enqueue_on_a_connection(tmp_path: Path, postgres_u
         assert app.store.task_count(TaskFilter(topic="t")) == 0
     finally:
         app.close()
+
+
+def test_a_cancelled_enqueue_leaves_an_idle_connection_usable(
+    app: tenure.App, postgres_url: str
+) -> None:
+    """Cancelled while its insert waits on a lock, on a connection whose
+    transaction the insert began itself: that transaction is rolled back, not
+    left aborted under the caller."""
+    job = declare(app)
+    app.store  # noqa: B018 - opened (and migrated) before the table is locked
+
+    async def scenario(conn: AsyncConnection) -> str:
+        with psycopg.connect(postgres_url) as blocker:
+            blocker.execute("LOCK TABLE tasks IN ACCESS EXCLUSIVE MODE")
+            pending = asyncio.ensure_future(job.options(connection=conn).aenqueue(1))
+            with psycopg.connect(postgres_url, autocommit=True) as watcher:
+                for _ in range(500):  # until the insert waits on the lock
+                    waiting = watcher.execute(
+                        "SELECT count(*) FROM pg_locks WHERE NOT granted"
+                    ).fetchone()
+                    if waiting and waiting[0]:
+                        break
+                    await asyncio.sleep(0.01)
+            pending.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await pending
+            blocker.rollback()
+        status = conn.info.transaction_status.name
+        await conn.execute("SELECT 1")  # usable
+        return status
+
+    assert run(scenario, postgres_url) == "IDLE"
+    assert count(app) == 0

@@ -60,6 +60,46 @@ async def later(value: int) -> int:
     return value * 10
 
 
+order: list[str] = []
+
+
+@app.task
+def reminder() -> None:
+    order.append("reminder in a day")
+
+
+@app.task
+def receipt() -> None:
+    order.append("receipt in 10 s")
+
+
+@app.task
+def checkout() -> None:
+    order.append("checkout")
+    reminder.options(delay=86400).enqueue()
+    receipt.options(delay=10).enqueue()
+
+
+@app.task
+async def async_parent() -> None:
+    order.append("parent starts")
+    handle = await add.aenqueue(2, 2)
+    order.append(f"parent sees its child {handle.status}")
+
+
+@app.task
+def interrupted() -> None:
+    raise KeyboardInterrupt
+
+
+@app.task(retries=1)
+def soon_again() -> int:
+    attempt = tenure.current().task.attempts
+    if attempt == 1:
+        raise tenure.Retry(in_=0.002)  # due again within the drain's next steps
+    return attempt
+
+
 @app.on("succeeded")
 def remember(outcome: Outcome) -> None:
     told.append(f"succeeded {outcome.task.name.rsplit('.', 1)[-1]}")
@@ -87,6 +127,7 @@ class Tagging(Middleware):
 def test_app(store_url: str) -> Iterator[App]:
     seen.clear()
     told.clear()
+    order.clear()
     with isolated(app, store_url):
         yield app
 
@@ -206,3 +247,62 @@ def test_isolated_puts_the_app_back_as_it_was(tmp_path: Any) -> None:
     with pytest.raises(tenure.StoreError):
         private.task_get("x")
     own.close()
+
+
+def test_tasks_enqueued_by_a_task_are_timed_on_the_moved_clock(test_app: App) -> None:
+    checkout.options(delay=2 * 86400).enqueue()  # the clock moves two days to run it
+    run_until_empty(test_app)
+    assert order == ["checkout", "receipt in 10 s", "reminder in a day"]
+    parent = test_app.tasks.list(name=checkout.name)[0]
+    child = test_app.tasks.list(name=receipt.name)[0]
+    assert parent.started_at is not None and child.created_at is not None
+    assert parent.started_at <= child.created_at
+
+
+def test_in_eager_mode_a_child_enqueued_from_async_code_runs_after_its_parent(
+    test_app: App,
+) -> None:
+    with eager(test_app):
+        async_parent.enqueue()
+    assert order == ["parent starts", "parent sees its child pending"]
+    assert test_app.tasks.count(status="done") == 2
+
+
+def test_ctrl_c_in_a_task_stops_the_drain_and_hands_the_task_back(test_app: App) -> None:
+    handle = interrupted.enqueue()
+    add.enqueue(1, 1)
+    with pytest.raises(KeyboardInterrupt):
+        run_until_empty(test_app)
+    task = handle.refresh()
+    assert task.status is Status.PENDING and task.lease_owner is None
+    assert seen == []  # the drain stopped there
+
+
+def test_a_store_that_fails_mid_write_gets_the_task_back(test_app: App) -> None:
+    handle = add.enqueue(1, 2)
+    store = test_app.store
+    original = store.task_complete_many
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        raise tenure.StoreUnavailable("the server went away")
+
+    store.task_complete_many = failing  # type: ignore[method-assign]
+    try:
+        with pytest.raises(tenure.StoreUnavailable):
+            run_until_empty(test_app)
+    finally:
+        store.task_complete_many = original  # type: ignore[method-assign]
+    assert handle.refresh().status is Status.PENDING
+    assert run_until_empty(test_app).done == 1
+
+
+def test_tasks_that_come_due_during_the_drain_still_run(test_app: App) -> None:
+    for _ in range(30):
+        handle = soon_again.enqueue()
+        drained = run_until_empty(test_app)
+        assert (len(drained), handle.wait(timeout=0)) == (2, 2)
+
+
+def test_topics_must_be_a_list() -> None:
+    with pytest.raises(tenure.InvalidInput, match="topics"):
+        run_until_empty(app, topics="default")

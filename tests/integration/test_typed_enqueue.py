@@ -70,3 +70,9 @@ def test_enqueue_many_takes_calls_and_refuses_another_tasks_whole(test_app: App)
 
 def test_call_is_exported_for_annotations() -> None:
     assert tenure.Call is type(add.call(1))
+
+
+def test_the_typed_options_are_the_options() -> None:
+    from tenure.function import EnqueueOptions, Overrides
+
+    assert list(Overrides.__annotations__) == list(EnqueueOptions.__dataclass_fields__)

@@ -99,6 +99,27 @@ def test_a_bad_store_url_is_one_line(user_dir: Path, capsys: pytest.CaptureFixtu
     assert "unknown store URL scheme 'mysql'" in one_line(capsys)
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--url", "sqlite:///:memory:", "tasks"],
+        ["--url", "sqlite:///:memory:", "enqueue", "job"],
+        ["worker", "--app", "tasks:app"],
+        ["scheduler", "--app", "tasks:app"],
+        ["serve", "--app", "tasks:app", "--insecure"],
+    ],
+)
+def test_a_private_memory_store_is_refused_by_commands(
+    user_dir: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    """Work given to a store only this process can see would vanish with it."""
+    (user_dir / "tasks.py").write_text(
+        "import tenure\napp = tenure.App('sqlite:///:memory:')\n@app.task\ndef job(): ...\n"
+    )
+    assert main(argv) == 2
+    assert "private to one process" in one_line(capsys)
+
+
 def test_unknown_task_id_is_a_failure_naming_the_store(
     user_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

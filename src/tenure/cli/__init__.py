@@ -24,7 +24,7 @@ from tenure.cli.output import console, error, task_table
 from tenure.errors import ConfigError, InvalidInput, TenureError
 from tenure.loading import AppImportError
 from tenure.shapes import task_json
-from tenure.store import open_store
+from tenure.store import open_store, resolve_url
 
 __all__ = ["console", "main", "task_json", "task_table"]
 
@@ -63,7 +63,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    if args.run is None:  # long-running commands open their App's store themselves
+    serve.refuse_private(resolve_url(args.url))
+    if args.run is None:  # these commands open their store (or their App's) themselves
         return int(args.serve(args))
     with open_store(args.url) as store:
         return int(args.run(TaskAdmin(store), args))

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from tenure import logs
 from tenure.app import App, load_app
 from tenure.cli.output import error
-from tenure.cli.serve import running_options
+from tenure.cli.serve import refuse_private, running_options
 from tenure.errors import ConfigError, StoreUnavailable
 from tenure.store.url import describe_url
 
@@ -158,6 +158,7 @@ def _app(args: argparse.Namespace) -> App:
     app = load_app(args.app)
     if args.url:
         app.use(args.url)
+    refuse_private(app.url)
     try:
         app.store  # noqa: B018 - opens (and migrates) it before the first request
     except StoreUnavailable as exc:

@@ -14,7 +14,7 @@ from tenure import logs
 from tenure.app import App, load_app
 from tenure.errors import ConfigError
 from tenure.maintenance.scheduler import DEFAULT_RETENTION, CycleReport
-from tenure.store.url import open_patiently
+from tenure.store.url import is_private, open_patiently
 
 
 def running_options() -> argparse.ArgumentParser:
@@ -150,7 +150,18 @@ def _served_app(args: argparse.Namespace) -> App:
     app = load_app(args.app)
     if args.url:
         app.use(args.url)
+    refuse_private(app.url)
     return app
+
+
+def refuse_private(url: str) -> None:
+    """A command's store must be one other processes can see: a private one
+    (``sqlite:///:memory:``, for tests) would take work that vanishes with it."""
+    if is_private(url):
+        raise ConfigError(
+            f"{url} is private to one process and gone when it ends: "
+            "give the command a file (sqlite:///tenure.db) or a PostgreSQL URL"
+        )
 
 
 def run_scheduler(args: argparse.Namespace) -> int:

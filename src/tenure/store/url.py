@@ -28,6 +28,7 @@ from urllib.parse import parse_qsl, urlsplit
 from tenure.errors import ConfigError, StoreUnavailable
 from tenure.pyproject import configured_url
 from tenure.store.base import Store
+from tenure.store.sqlite import is_memory_path
 
 DEFAULT_URL = "sqlite:///tenure.db"
 """The embedded default: a file in the working directory."""
@@ -88,6 +89,12 @@ def parse_url(url: str) -> tuple[Dialect, str]:
     raise ConfigError(
         f"unknown store URL scheme {scheme!r} in {redact(url)} (tenure knows sqlite and postgresql)"
     )
+
+
+def is_private(url: str) -> bool:
+    """Whether ``url`` names a store no other process can see (``sqlite:///:memory:``)."""
+    dialect, parsed = parse_url(url)
+    return dialect == "sqlite" and is_memory_path(sqlite_parts(parsed)[0])
 
 
 def sqlite_parts(url: str) -> tuple[str, dict[str, str]]:

@@ -15,14 +15,15 @@ stop a function running in the caller's own thread).
 
 from __future__ import annotations
 
-import threading
+import contextlib
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from tenure.errors import StoreUnavailable, TenureError
+from tenure.errors import InvalidInput, StoreUnavailable, TenureError
+from tenure.function import ENQUEUE_CLOCK
 from tenure.store import Completion, ReserveParams, Store, TaskFilter
 from tenure.store.types import StateOutcome, TaskState
 from tenure.task import Lease, Status, Task
@@ -40,8 +41,6 @@ OWNER = "tenure-testing"
 LEASE_SECONDS = 3600.0
 """Nothing else runs these tasks, so the lease only has to outlast the call."""
 DEFAULT_LIMIT = 10_000
-
-_draining = threading.local()
 
 
 class TasksRemain(TenureError):
@@ -74,6 +73,13 @@ class Drained:
         return len(self.executed)
 
 
+def draining(app: App) -> bool:
+    """Whether a ``run_until_empty`` of ``app``'s store is under way in this
+    context (the tasks it runs, and the threads they start, are in it)."""
+    moved = ENQUEUE_CLOCK.get()
+    return moved is not None and "store" in vars(app) and moved[0] is app.store
+
+
 def run_until_empty(
     app: App,
     *,
@@ -85,18 +91,21 @@ def run_until_empty(
 
     ``topics`` defaults to those of the App's tasks, as a worker's do. With
     ``scheduled=False`` only tasks due now run. Raises :class:`TasksRemain`
-    after ``limit`` executions. Called again while it runs (a task enqueued
-    from a task, in eager mode), it returns at once: the running call takes
-    the new task.
+    after ``limit`` executions (or ``limit`` moves of the clock). Called from a
+    task it runs (eager mode), it returns at once: the running call takes the
+    new task after the one that enqueued it.
     """
-    if getattr(_draining, "active", False):
+    if isinstance(topics, str):
+        raise InvalidInput("topics", "must be a list of topic names, not one string")
+    if draining(app):
         return Drained()
-    _draining.active = True
+    chosen = sorted(set(topics)) if topics is not None else app.registry.topics()
+    drain = _Drain(app.store, app.registry, chosen, scheduled)
+    token = ENQUEUE_CLOCK.set((app.store, drain.now))
     try:
-        chosen = sorted(set(topics)) if topics is not None else app.registry.topics()
-        return _Drain(app.store, app.registry, chosen, scheduled).run(limit)
+        return drain.run(limit)
     finally:
-        _draining.active = False
+        ENQUEUE_CLOCK.reset(token)
 
 
 class _Drain:
@@ -110,16 +119,16 @@ class _Drain:
         worker that has all its tags."""
         self.ahead = timedelta(0)
         """How far the clock given to the store runs ahead of the store's own."""
+        self.moves = 0
         self.teller = Teller(store, registry.hooks)  # never started: tells inline
         self.loop = ThreadLoop()
 
     def run(self, limit: int) -> Drained:
         drained = Drained()
         try:
-            while self.topics and (task := self._next()) is not None:
+            while self.topics and (task := self._next(limit)) is not None:
                 if len(drained) >= limit:
-                    lease = Lease(task.id, OWNER, task.lease_token or 0)
-                    self.store.task_release(lease, now=self._now())
+                    self._release(task)
                     raise TasksRemain(f"tasks remain after {limit} executions")
                 drained.executed.append(task)
                 state = self._execute(task)
@@ -129,25 +138,32 @@ class _Drain:
             self.loop.close()
         return drained
 
-    def _now(self) -> datetime | None:
+    def now(self) -> datetime | None:
+        """The time to give the store: ``None`` (its own) until the clock moved."""
         return None if not self.ahead else self.store.clock_now() + self.ahead
 
-    def _next(self) -> Task | None:
+    def _next(self, limit: int) -> Task | None:
         """The next task to run, moving the clock to the next scheduled one if
         nothing is due and scheduled tasks run."""
+        stuck: set[str] = set()
         while True:
-            params = ReserveParams(OWNER, self.topics, 1, LEASE_SECONDS, self.tags, self._now())
+            params = ReserveParams(OWNER, self.topics, 1, LEASE_SECONDS, self.tags, self.now())
             reserved = self.store.task_reserve(params)
             if reserved:
                 return reserved[0]
-            if not self.scheduled or not self._skip_ahead():
+            if not self.scheduled or not self._skip_ahead(stuck):
                 return None
+            self.moves += 1
+            if self.moves > limit:
+                raise TasksRemain(f"tasks remain after the clock moved {limit} times")
 
-    def _skip_ahead(self) -> bool:
+    def _skip_ahead(self, stuck: set[str]) -> bool:
         """Move the clock to the earliest time a task of our topics waits for: a
         pending task's ``run_at`` or a snoozed one's wake-up (which the
-        supervisor would give; here it is given at once). False if none."""
-        now = self._now() or self.store.clock_now()
+        supervisor would give; here it is given at once). False if none, or if
+        the earliest is a task found due already that could not be reserved
+        (its tags are not the App's): ``stuck`` remembers those."""
+        now = self.now() or self.store.clock_now()
         waiting = [(t.run_at, t) for t in self._pending() if t.run_at is not None]
         waiting += [
             (t.lease_expires_at, t)
@@ -160,9 +176,13 @@ class _Drain:
         if at > now:
             self.ahead += at - now + timedelta(milliseconds=1)
         elif task.status is Status.PENDING:
-            return False  # due, yet not ours to reserve
+            # Due by now: it came due since the reservation (reserve again), or it
+            # is not ours to reserve (found due twice: stop).
+            if task.id in stuck:
+                return False
+            stuck.add(task.id)
         if task.status is Status.SNOOZED:
-            self.store.task_revoke(task.id, task.record_ver, now=self._now())
+            self.store.task_revoke(task.id, task.record_ver, now=self.now())
         return True
 
     def _pending(self) -> Iterator[Task]:
@@ -183,22 +203,36 @@ class _Drain:
                 break
 
     def _execute(self, task: Task) -> TaskState | None:
+        """Run ``task`` and write its ending; if anything interrupts that (the
+        store fails, Ctrl-C), the task is handed back before the error goes on."""
         lease = Lease(task.id, OWNER, task.lease_token or 0)
         held = Held(task, lease, running=True)
-        self.teller.started(held)
-        ending = run_in_thread(self.registry, task, lease, self.loop)
-        assert ending is not None  # only a cancellation, which nothing sends here, is None
-        outcome, delay = self._write(held, ending)
+        try:
+            self.teller.started(held)
+            ending = run_in_thread(self.registry, task, lease, self.loop)
+            assert ending is not None  # only a cancellation, which nothing sends here, is None
+            if isinstance(ending, Raised) and ending.error.type == "KeyboardInterrupt":
+                raise KeyboardInterrupt  # Ctrl-C in the test's own thread: stop the test
+            outcome, delay = self._write(held, ending)
+        except BaseException:
+            self._release(task)
+            raise
         if isinstance(outcome, TenureError):
             self.teller.discarded(held, outcome)
             return None
         self.teller.ended(held, ending, outcome, delay)
         return outcome
 
+    def _release(self, task: Task) -> None:
+        """Hand ``task`` back to the queue, if it is still ours to hand back."""
+        with contextlib.suppress(Exception):
+            lease = Lease(task.id, OWNER, task.lease_token or 0)
+            self.store.task_release(lease, now=self.now())
+
     def _write(self, held: Held, ending: Ending) -> tuple[StateOutcome, float | None]:
         """Write ``ending`` fenced by the lease, at this drain's clock; with the
         delay it asked for (next attempt or wake-up)."""
-        now = self._now()
+        now = self.now()
         if isinstance(ending, Succeeded):
             completion = Completion(held.lease, ending.result, ending.encoded)
             return self.store.task_complete_many([completion], now=now)[0], None

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from tenure.testing.drain import run_until_empty
+from tenure.testing.drain import draining, run_until_empty
 
 if TYPE_CHECKING:
     from tenure.app import App
@@ -31,9 +31,11 @@ def isolated(app: App, url: str = MEMORY_URL) -> Iterator[App]:
     try:
         yield app
     finally:
-        app.close()
-        app.url = saved_url
-        app.__dict__.update(saved)
+        try:
+            app.close()
+        finally:
+            app.url = saved_url
+            app.__dict__.update(saved)
 
 
 @contextmanager
@@ -44,6 +46,8 @@ def eager(app: App, *, scheduled: bool = True) -> Iterator[App]:
     does; the returned handles show the tasks as they ended."""
 
     def run(tasks: list[Task]) -> list[Task]:
+        if draining(app):  # enqueued by a task being run: it runs after that one
+            return tasks
         run_until_empty(app, scheduled=scheduled)
         return [app.store.task_get(task.id) or task for task in tasks]
 

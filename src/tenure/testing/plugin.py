@@ -14,12 +14,14 @@ is the App in eager mode: each enqueue runs its task before it returns.
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 
-from tenure.app import App, load_app
-from tenure.testing.isolation import MEMORY_URL, eager, isolated
+if TYPE_CHECKING:  # tenure itself is imported by the fixtures, when a test asks
+    from tenure.app import App
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -30,19 +32,45 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+@pytest.fixture(scope="session")
+def _tenure_named_app(pytestconfig: pytest.Config) -> App | None:
+    """The App the ``tenure_app`` ini option names, imported once; a mistake
+    stops the run with one message rather than failing every test with it."""
+    path = str(pytestconfig.getini("tenure_app"))
+    if not path:
+        return None
+    from tenure.app import load_app  # noqa: PLC0415
+    from tenure.errors import ConfigError  # noqa: PLC0415
+    from tenure.loading import AppImportError  # noqa: PLC0415
+
+    try:
+        return load_app(path)
+    except AppImportError as exc:
+        pytest.exit(f"{exc.traceback}tenure_app = {path!r}: {exc}", returncode=4)
+    except ConfigError as exc:
+        pytest.exit(f"tenure_app = {path!r}: {exc}", returncode=4)
+    except Exception:
+        pytest.exit(f"tenure_app = {path!r} failed:\n{traceback.format_exc()}", returncode=4)
+
+
 @pytest.fixture
 def tenure_url() -> str:
     """The store URL each test's App uses: a private SQLite database, gone after
-    the test. Override it to run the tests on another store."""
+    the test. Override it to run the tests on another store (an empty database
+    of your own: tenure does not empty it between tests)."""
+    from tenure.testing.isolation import MEMORY_URL  # noqa: PLC0415
+
     return MEMORY_URL
 
 
 @pytest.fixture
-def tenure_app(request: pytest.FixtureRequest, tenure_url: str) -> Iterator[App]:
+def tenure_app(_tenure_named_app: App | None, tenure_url: str) -> Iterator[App]:
     """The App named by the ``tenure_app`` ini option (a new App if none is named),
     pointed at ``tenure_url`` for this test and put back afterwards."""
-    path = str(request.config.getini("tenure_app"))
-    app = load_app(path) if path else App(tenure_url)
+    from tenure.app import App  # noqa: PLC0415
+    from tenure.testing.isolation import isolated  # noqa: PLC0415
+
+    app = _tenure_named_app if _tenure_named_app is not None else App(tenure_url)
     with isolated(app, tenure_url):
         yield app
 
@@ -51,5 +79,7 @@ def tenure_app(request: pytest.FixtureRequest, tenure_url: str) -> Iterator[App]
 def tenure_eager(tenure_app: App) -> Iterator[App]:
     """``tenure_app`` in eager mode: every enqueue runs the queued tasks in the
     test's thread before it returns."""
+    from tenure.testing.isolation import eager  # noqa: PLC0415
+
     with eager(tenure_app):
         yield tenure_app

@@ -20,6 +20,7 @@ same decisions between them.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Generator, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, nullcontext
 from datetime import datetime
@@ -180,6 +181,11 @@ def insert(conn: Connection, batch: Insert) -> list[Row]:
             conn.rollback()
         if not is_duplicate_id(exc):
             raise
+    except BaseException:  # interrupted (Ctrl-C): leave no transaction of ours behind
+        if began:
+            with contextlib.suppress(Exception):
+                conn.rollback()
+        raise
     refusal = run(conn, duplicate(batch.ids))
     if began:
         conn.rollback()
@@ -198,6 +204,11 @@ async def ainsert(conn: AsyncConnection, batch: Insert) -> list[Row]:
             await conn.rollback()
         if not is_duplicate_id(exc):
             raise
+    except BaseException:  # cancelled: leave no transaction of ours behind, aborted
+        if began:
+            with contextlib.suppress(Exception):
+                await conn.rollback()
+        raise
     refusal = await arun(conn, duplicate(batch.ids))
     if began:
         await conn.rollback()

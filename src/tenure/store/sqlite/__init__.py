@@ -5,3 +5,11 @@
 ``schema`` applies the numbered migrations. All SQL lives in ``queries.sql``
 and ``migrations/``.
 """
+
+from __future__ import annotations
+
+
+def is_memory_path(path: str) -> bool:
+    """Whether a SQLite path names a database private to the store that opens it
+    (``:memory:``), not a file others can open."""
+    return path in ("", ":memory:") or path.startswith("file::memory:")

@@ -34,7 +34,7 @@ from tenure.store.backend import (
 )
 from tenure.store.base import DEFAULT_MAX_PAYLOAD_BYTES, Store
 from tenure.store.refusals import LOST_ERROR, Answer, admin_refusal, refusal
-from tenure.store.sqlite import eventlog, rows, schema, unique
+from tenure.store.sqlite import eventlog, is_memory_path, rows, schema, unique
 from tenure.store.sqlite.schema import Q
 from tenure.store.sqlite.watching import Watching
 from tenure.store.types import (
@@ -60,7 +60,7 @@ survives a power cut, not only a process crash."""
 def scratch_directory(path: str | Path) -> tempfile.TemporaryDirectory[str] | None:
     """For ``:memory:``, the temporary directory that holds the store's private
     database until it is closed; ``None`` for a file."""
-    if str(path) in ("", ":memory:") or str(path).startswith("file::memory:"):
+    if is_memory_path(str(path)):
         return tempfile.TemporaryDirectory(prefix="tenure-memory-")
     return None
 
