@@ -58,10 +58,12 @@ class Drained:
 
     @property
     def done(self) -> int:
+        """Executions that succeeded."""
         return self.ended[Status.DONE]
 
     @property
     def failed(self) -> int:
+        """Executions that failed for good (no attempt left, or final)."""
         return self.ended[Status.FAILED]
 
     @property
