@@ -18,8 +18,8 @@ demo: $(STAMP)
 	$(BIN)/python -m examples.demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests examples benchmarks
-	$(BIN)/ruff format --check src tests examples benchmarks
+	$(BIN)/ruff check src tests examples benchmarks chaos
+	$(BIN)/ruff format --check src tests examples benchmarks chaos
 	$(BIN)/lint-imports
 
 typecheck: $(STAMP)
@@ -70,6 +70,15 @@ $(COMPARE_STAMP): pyproject.toml benchmarks/compare/requirements.txt
 .PHONY: bench-compare
 bench-compare: $(COMPARE_STAMP)
 	$(COMPARE_VENV)/bin/python -m benchmarks.compare $(COMPARE_ARGS)
+
+# The chaos suite (chaos/, never in the wheel): every scenario on SQLite and PostgreSQL
+# under sustained faults, about 12 minutes; one figure line per scenario and store, exit
+# code 1 on any violation. pg-crash makes a private PostgreSQL 15 cluster of its own
+# (Debian's postgresql-15). make chaos CHAOS_ARGS="--quick" for the quick profile,
+# which make test runs too (tests/chaos).
+.PHONY: chaos
+chaos: $(STAMP)
+	$(BIN)/python -m chaos $(CHAOS_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache tenure.db* site

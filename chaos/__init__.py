@@ -1,0 +1,36 @@
+"""tenure's chaos suite (``make chaos``, ``python -m chaos``): the whole promise,
+under sustained faults, with real processes.
+
+tenure promises at-least-once execution, at most one accepted ending per
+attempt (fenced by the lease token), durability once ``enqueue`` returns, and
+recovery that never trusts two clocks. Each scenario runs real ``tenure
+worker`` processes, producer processes and a scheduler against a real store,
+injects faults (SIGKILL, SIGSTOP, a PostgreSQL crash), drains the queue, and
+then an offline checker (:mod:`chaos.checker`) reads what every process wrote
+down and what the store holds, and names each broken promise.
+
+Like ``benchmarks/``, it lives beside the package, never in the wheel: it is for
+the people who work on tenure.
+
+- :mod:`chaos.journal`: the append-only journals every process writes;
+- :mod:`chaos.probe`: the task the workers run, which journals each attempt;
+- :mod:`chaos.producers`: processes that enqueue and journal what returned;
+- :mod:`chaos.harness`: starts, faults, restarts and drains the processes;
+- :mod:`chaos.cluster`: a private PostgreSQL 15 cluster to crash;
+- :mod:`chaos.checker`: the invariants I1-I8 and the figures;
+- :mod:`chaos.scenarios`: the scenarios and their profiles.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tenure.errors import TenureError
+
+ROOT = Path(__file__).resolve().parents[1]
+"""The checkout's root: worker processes run there, so they import this package."""
+
+
+class ChaosError(TenureError):
+    """A scenario could not be run (a process would not start, a deadline passed
+    before the condition it waited for)."""

@@ -1,0 +1,458 @@
+"""The offline checker: after the drain, the journals and the store against
+tenure's promise, one invariant at a time (see :mod:`chaos.evidence` for what
+is read). Each violation names its invariant, its task and what was seen.
+
+- **I1** every task in the store is done, failed or cancelled; the drain ended
+  before its deadline; every execution (probe ``start``) has an ``end`` or
+  ``abandon``, unless its process was killed.
+- **I2** durability: every id a producer journaled as returned is in the store;
+  every ``ack`` (an ending the store accepted) is in the event log as that
+  attempt's transition (done, pending again, failed); no execution ran a task
+  the store does not have. Each miss counts as ``lost``.
+- **I3** exactly one accepted ending per done task: one transition into done in
+  the event log, at most one ``ack`` of success and with the task's final lease
+  token, and an execution under that token whose body ran to its ``end``.
+- **I4** attempts: the store's count never exceeds ``max_attempts``; every
+  execution matches a reservation in the event log (same attempt and owner),
+  each token runs at most once, and every reservation without an execution
+  belongs to an owner that was killed or paused after it (or a server restart).
+- **I5** two executions of one task overlap only while the older one's process
+  was paused (until SIGCONT and one keepalive interval more) or dead, never
+  while both could keep their leases alive (to within ``slack``).
+- **I6** no accepted write carries an older token than one already accepted:
+  no ``ack`` for a token once a newer token of the task had started before the
+  older execution ended, and a done task's final token is the newest started.
+- **I7** priority never rises: at each reservation (probe ``start``) it is at
+  most the enqueued one and the previous attempt's; the store's final one too.
+- **I8** after its owner is killed or paused, a task stays running at most
+  lease + supervisor cycle + poll (+ ``margin`` for a loaded machine), measured
+  on the store's clock from the fault to the task's next transition.
+- **Z** an owner paused past its lease ends each execution it was running
+  within one keepalive interval after SIGCONT, and none of their endings is
+  accepted.
+- **R** after each server restart, every live worker starts a task again, and
+  every worker listens again, within ``server_recovery`` seconds.
+- **P** no process exited without being killed; producers finished.
+- **J** every journal line parses (one that does not was tampered with).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from itertools import pairwise
+
+from chaos.evidence import Ack, Evidence, Execution, Life, as_seconds, owner_pid, reservations
+from tenure.task import Status
+
+MARGIN = 1.5
+"""Seconds added to the I8 bound on a loaded machine (starved processes, slow fsyncs)."""
+SLACK = 0.25
+"""Seconds an execution's own record may come after its lease was given up."""
+STORE_SLACK = 1.0
+"""Seconds between the harness reading the store's clock and its signal landing."""
+ENDED_AS = {"succeeded": Status.DONE, "retrying": Status.PENDING, "failed": Status.FAILED}
+
+
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """The scenario's settings that the time bounds derive from."""
+
+    lease: float
+    cycle: float
+    poll: float
+    margin: float = MARGIN
+    slack: float = SLACK
+    server_recovery: float = 10.0
+
+    @property
+    def keepalive(self) -> float:
+        return self.lease / 3
+
+    @property
+    def recovery(self) -> float:
+        """I8: lease + supervisor cycle + poll (+ margin)."""
+        return self.lease + self.cycle + self.poll + self.margin
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    code: str
+    task: str | None
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.code} {self.task or '-'}: {self.message}"
+
+
+@dataclass(slots=True)
+class Figures:
+    tasks: int = 0
+    stored: int = 0
+    kills: int = 0
+    pauses: int = 0
+    restarts: int = 0
+    lost: int = 0
+    dup_endings: int = 0
+    dup_executions: int = 0
+    in_flight_at_kill: int = 0
+    abandoned: int = 0
+    recovery: list[float] = field(default_factory=list)
+    abandon: list[float] = field(default_factory=list)
+    worker_recovery: list[float] = field(default_factory=list)
+    listen: list[float] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Verdict:
+    figures: Figures = field(default_factory=Figures)
+    violations: list[Violation] = field(default_factory=list)
+
+    def add(self, code: str, task: str | None, message: str) -> None:
+        self.violations.append(Violation(code, task, message))
+
+    def codes(self) -> set[str]:
+        return {v.code for v in self.violations}
+
+
+def check(evidence: Evidence, bounds: Bounds) -> Verdict:
+    """Every invariant over ``evidence``; the figures of the run."""
+    verdict = Verdict()
+    for step in (_i1, _i2, _i3, _i4, _i5, _i6, _i7, _i8, _zombies, _servers, _processes):
+        step(evidence, bounds, verdict)
+    _figures(evidence, verdict.figures)
+    return verdict
+
+
+def _i1(ev: Evidence, _: Bounds, out: Verdict) -> None:
+    if not ev.drained:
+        out.add("I1", None, "the queue did not drain before the deadline")
+    for task in ev.tasks.values():
+        if not task.finished:
+            out.add("I1", task.id, f"still {task.status} after the drain (attempt {task.attempts})")
+    for run in _all(ev):
+        life = ev.life_of(run.pid, run.start)
+        if run.end is None and (life is None or (life.killed is None and life.exited is None)):
+            out.add("I1", run.task, f"token {run.token} on pid {run.pid} never ended, unkilled")
+
+
+def _i2(ev: Evidence, _: Bounds, out: Verdict) -> None:
+    for task_id in ev.enqueued.keys() - ev.tasks.keys():
+        out.add("I2", task_id, "its enqueue returned, but the store has no such task")
+        out.figures.lost += 1
+    for ack in ev.acks:
+        wanted = ENDED_AS.get(ack.kind)
+        if not any(
+            e.from_status is Status.RUNNING and e.to_status is wanted and e.attempt == ack.attempt
+            for e in ev.events.get(ack.task, [])
+        ):
+            out.add(
+                "I2",
+                ack.task,
+                f"ending {ack.kind} of attempt {ack.attempt} was acknowledged "
+                f"to pid {ack.pid}, and the store has no such transition",
+            )
+            out.figures.lost += 1
+    for task_id in ev.executions.keys() - ev.tasks.keys():
+        out.add("I2", task_id, "executed, but the store has no such task")
+
+
+def _i3(ev: Evidence, _: Bounds, out: Verdict) -> None:
+    successes = _acks_by_task(ev, "succeeded")
+    for task in ev.tasks.values():
+        done = sum(1 for e in ev.events.get(task.id, []) if e.to_status is Status.DONE)
+        acked = successes.get(task.id, [])
+        if done > 1 or len(acked) > 1:
+            out.add(
+                "I3",
+                task.id,
+                f"{max(done, len(acked))} accepted endings "
+                f"({done} in the store, {len(acked)} told to workers)",
+            )
+            out.figures.dup_endings += 1
+        if task.status is not Status.DONE:
+            if done:
+                out.add("I3", task.id, f"{task.status}, after a transition into done")
+            continue
+        if done == 0:
+            out.add("I3", task.id, "done, with no transition into done in the event log")
+        runs = ev.executions.get(task.id, [])
+        if not any(r.token == task.lease_token and r.outcome == "ok" for r in runs):
+            out.add(
+                "I3",
+                task.id,
+                f"done, but no execution under its final token {task.lease_token} ran to its end",
+            )
+        for ack in acked:
+            if ack.token != task.lease_token:
+                out.add(
+                    "I3",
+                    task.id,
+                    f"success accepted for token {ack.token}, but the "
+                    f"task ended under token {task.lease_token}",
+                )
+
+
+def _i4(ev: Evidence, _: Bounds, out: Verdict) -> None:
+    for task in ev.tasks.values():
+        if task.attempts > task.max_attempts:
+            out.add("I4", task.id, f"{task.attempts} attempts of at most {task.max_attempts}")
+        runs = ev.executions.get(task.id, [])
+        granted = reservations(ev.events.get(task.id, []))
+        for earlier, later in pairwise(runs):
+            if earlier.token == later.token:
+                out.add("I4", task.id, f"token {later.token} executed twice")
+        for run in runs:
+            if not any(e.attempt == run.attempt and e.owner == run.owner for e in granted):
+                out.add(
+                    "I4",
+                    task.id,
+                    f"attempt {run.attempt} ran on {run.owner}, which the store never granted it",
+                )
+        started = {(run.attempt, run.owner) for run in runs}
+        for event in granted:
+            if (event.attempt, event.owner) not in started and not _lost_to_a_fault(
+                ev, event.owner, as_seconds(event)
+            ):
+                out.add(
+                    "I4",
+                    task.id,
+                    f"attempt {event.attempt} was granted to {event.owner} "
+                    "and never started, with no fault to explain it",
+                )
+
+
+def _lost_to_a_fault(ev: Evidence, owner: str | None, at: float) -> bool:
+    """Whether the owner of a reservation at store time ``at`` was killed or
+    paused after it, exited, or the server restarted."""
+    if ev.restarts:
+        return True
+    pid = owner_pid(owner)
+    for life in ev.lives:
+        if life.pid != pid:
+            continue
+        moments = [life.killed_store_at] if life.killed is not None else []
+        moments += [store_at for _, _, store_at in life.pauses]
+        if life.exited is not None or any(m is None or m + STORE_SLACK >= at for m in moments):
+            return True
+    return False
+
+
+def _i5(ev: Evidence, bounds: Bounds, out: Verdict) -> None:
+    for task_id, runs in ev.executions.items():
+        for index, older in enumerate(runs):
+            life = ev.life_of(older.pid, older.start)
+            silent = _silent(life, bounds.keepalive)
+            for newer in runs[index + 1 :]:
+                if newer.token <= older.token:
+                    continue
+                low, high = newer.start, min(_end(ev, older), _end(ev, newer))
+                if high <= low:
+                    continue
+                both = _uncovered(low, high, silent)
+                if both > bounds.slack:
+                    out.add(
+                        "I5",
+                        task_id,
+                        f"tokens {older.token} (pid {older.pid}) and "
+                        f"{newer.token} (pid {newer.pid}) ran together for {both:.2f}s while "
+                        "the older one was neither paused nor dead",
+                    )
+
+
+def _silent(life: Life | None, keepalive: float) -> list[tuple[float, float]]:
+    """When a process could not hold a lease: paused (and one keepalive interval
+    after SIGCONT, to notice), or dead."""
+    if life is None:
+        return []
+    windows = [(stop, (cont or math.inf) + keepalive) for stop, cont, _ in life.pauses]
+    if life.killed is not None:
+        windows.append((life.killed, math.inf))
+    return windows
+
+
+def _uncovered(low: float, high: float, windows: Iterable[tuple[float, float]]) -> float:
+    """The length of [low, high] outside every window."""
+    covered, reach = 0.0, low
+    for opens, closes in sorted(windows):
+        start, end = max(opens, reach), min(closes, high)
+        if end > start:
+            covered += end - start
+            reach = end
+    return (high - low) - covered
+
+
+def _end(ev: Evidence, run: Execution) -> float:
+    if run.end is not None:
+        return run.end
+    life = ev.life_of(run.pid, run.start)
+    return life.killed if life is not None and life.killed is not None else math.inf
+
+
+def _i6(ev: Evidence, _: Bounds, out: Verdict) -> None:
+    for ack in ev.acks:
+        runs = ev.executions.get(ack.task, [])
+        mine = next((r for r in runs if r.token == ack.token), None)
+        produced = mine.end if mine is not None and mine.end is not None else ack.mono
+        for newer in runs:
+            if newer.token > ack.token and newer.start < produced:
+                out.add(
+                    "I6",
+                    ack.task,
+                    f"ending of token {ack.token} accepted after token "
+                    f"{newer.token} had started ({produced - newer.start:.2f}s before it)",
+                )
+    for task in ev.tasks.values():
+        runs = ev.executions.get(task.id, [])
+        if (
+            task.status is Status.DONE
+            and runs
+            and max(r.token for r in runs) > (task.lease_token or 0)
+        ):
+            out.add("I6", task.id, f"done under token {task.lease_token}, older than one started")
+
+
+def _i7(ev: Evidence, _: Bounds, out: Verdict) -> None:
+    for task in ev.tasks.values():
+        ceiling = ev.enqueued.get(task.id, task.priority)
+        for run in ev.executions.get(task.id, []):
+            if run.priority > ceiling:
+                out.add(
+                    "I7",
+                    task.id,
+                    f"priority rose from {ceiling} to {run.priority} at attempt {run.attempt}",
+                )
+            ceiling = min(ceiling, run.priority)
+        if task.priority > ceiling:
+            out.add("I7", task.id, f"priority rose from {ceiling} to {task.priority} in the store")
+
+
+def _i8(ev: Evidence, bounds: Bounds, out: Verdict) -> None:
+    held_by: dict[int | None, set[str]] = defaultdict(set)
+    for task_id, events in ev.events.items():
+        for event in reservations(events):
+            held_by[owner_pid(event.owner)].add(task_id)
+    for pid, at in _silenced(ev, bounds):
+        for task_id in sorted(held_by[pid]):
+            events = ev.events[task_id]
+            last = max((i for i, e in enumerate(events) if as_seconds(e) <= at), default=None)
+            if last is None or events[last].to_status is not Status.RUNNING:
+                continue
+            if owner_pid(events[last].owner) != pid:
+                continue
+            if last + 1 == len(events):
+                out.add("I8", task_id, f"still running, its owner pid {pid} gone")
+                continue
+            took = as_seconds(events[last + 1]) - at
+            out.figures.recovery.append(took)
+            if took > bounds.recovery:
+                out.add(
+                    "I8",
+                    task_id,
+                    f"running {took:.2f}s after its owner pid {pid} went "
+                    f"silent (bound {bounds.recovery:.2f}s)",
+                )
+
+
+def _silenced(ev: Evidence, bounds: Bounds) -> list[tuple[int, float]]:
+    """(pid, store time) of each kill, and of each pause that outlasted a lease."""
+    found = [(life.pid, life.killed_store_at) for life in ev.lives if life.killed is not None]
+    for life in ev.lives:
+        for stop, cont, store_at in life.pauses:
+            if cont is None or cont - stop > bounds.lease + bounds.keepalive:
+                found.append((life.pid, store_at))
+    return [(pid, at) for pid, at in found if at is not None]
+
+
+def _zombies(ev: Evidence, bounds: Bounds, out: Verdict) -> None:
+    tokens_acked = {(a.task, a.token) for a in ev.acks}
+    for run in _all(ev):
+        life = ev.life_of(run.pid, run.start)
+        for stop, cont, _ in life.pauses if life is not None else []:
+            if cont is None or cont - stop <= bounds.lease + bounds.keepalive:
+                continue
+            if not (run.start < stop and (run.end is None or run.end > stop)):
+                continue
+            went_on = (run.end if run.end is not None else math.inf) - cont
+            out.figures.abandon.append(went_on)
+            if went_on > bounds.keepalive:
+                out.add(
+                    "Z",
+                    run.task,
+                    f"token {run.token} went on {went_on:.2f}s after SIGCONT "
+                    f"(bound: one keepalive interval, {bounds.keepalive:.2f}s)",
+                )
+            if (run.task, run.token) in tokens_acked:
+                out.add(
+                    "Z",
+                    run.task,
+                    f"an ending of token {run.token}, paused past its lease, was accepted",
+                )
+
+
+def _servers(ev: Evidence, bounds: Bounds, out: Verdict) -> None:
+    starts: dict[int, list[float]] = defaultdict(list)
+    for run in _all(ev):
+        starts[run.pid].append(run.start)
+    within = bounds.server_recovery
+    for mode, _, up in ev.restarts:
+        if up is None:
+            out.add("R", None, f"the server never came back after restart -m {mode}")
+            continue
+        for life in ev.lives:
+            gone = life.killed if life.killed is not None else math.inf
+            if life.role != "worker" or life.spawned > up or gone < up + within or life.pauses:
+                continue
+            first = min((s for s in starts[life.pid] if s >= up), default=math.inf)
+            out.figures.worker_recovery.append(first - up)
+            if first - up > within:
+                out.add(
+                    "R",
+                    None,
+                    f"worker pid {life.pid} started no task within {within:g}s "
+                    f"of the server's return (restart -m {mode})",
+                )
+    for after in ev.listening:
+        if after is None or after > within:
+            out.add("R", None, f"the workers did not all listen again within {within:g}s")
+        out.figures.listen.append(math.inf if after is None else after)
+
+
+def _processes(ev: Evidence, _: Bounds, out: Verdict) -> None:
+    for life in ev.lives:
+        if life.exited is not None:
+            out.add("P", None, f"{life.role} pid {life.pid} exited by itself ({life.exited})")
+    for code in ev.producer_codes:
+        if code != 0:
+            out.add("P", None, f"a producer failed (exit code {code})")
+    if ev.unreadable:
+        out.add("J", None, f"{ev.unreadable} journal lines do not parse")
+
+
+def _figures(ev: Evidence, figures: Figures) -> None:
+    figures.tasks = len(ev.enqueued)
+    figures.stored = len(ev.tasks)
+    figures.kills = sum(1 for life in ev.lives if life.killed is not None)
+    figures.pauses = sum(len(life.pauses) for life in ev.lives)
+    figures.restarts = len(ev.restarts)
+    for runs in ev.executions.values():
+        figures.dup_executions += sum(1 for prev, _ in pairwise(runs) if prev.outcome != "raise")
+    for run in _all(ev):
+        life = ev.life_of(run.pid, run.start)
+        if run.end is None and life is not None and life.killed is not None:
+            figures.in_flight_at_kill += 1
+        figures.abandoned += run.outcome == "abandon"
+
+
+def _all(ev: Evidence) -> Iterable[Execution]:
+    return (run for runs in ev.executions.values() for run in runs)
+
+
+def _acks_by_task(ev: Evidence, kind: str) -> dict[str, list[Ack]]:
+    found: dict[str, list[Ack]] = defaultdict(list)
+    for ack in ev.acks:
+        if ack.kind == kind:
+            found[ack.task].append(ack)
+    return found

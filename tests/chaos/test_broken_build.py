@@ -1,0 +1,156 @@
+"""The checker catches what it is there to catch.
+
+A deliberately broken build (``tests/chaos/unfenced.py``: the store ignores
+lease tokens, the worker never fences itself) runs the zombie scenario: the
+resumed zombie's stale ending is accepted, and the checker names it (I3, I5,
+I6, Z). Then the journals of a clean run are tampered with, one promise at a
+time, and the checker names exactly that promise.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from chaos.checker import Bounds, Verdict, check
+from chaos.evidence import gather
+from chaos.journal import SUFFIX
+from chaos.scenarios import Plan, run, tasks
+
+from tenure.store import open_store
+
+pytestmark = pytest.mark.slow
+
+Records = list[dict[str, Any]]
+
+BROKEN = Plan(
+    workers=2,
+    concurrency=4,
+    workloads=(
+        tasks(30, 5, durations=(0.05, 0.3), rate=10),
+        # Five leases long: still running well after the zombie is resumed.
+        tasks(2, 6, durations=(10.0, 10.0), rate=0.5, batch=1, flaky=0, doomed=0),
+    ),
+    faults=1,
+    every=(0.5, 1.0),
+    drain=120,
+)
+SMALL = Plan(workers=2, concurrency=4, workloads=(tasks(60, 9, flaky=0.3),), drain=120)
+
+
+def test_a_build_with_fencing_disabled_is_caught(tmp_path: Path) -> None:
+    outcome = run(
+        "zombie", "sqlite", "quick", tmp_path, app="tests.chaos.unfenced:app", plan=BROKEN
+    )
+
+    codes = outcome.verdict.codes()
+    assert {"I3", "I5", "I6", "Z"} <= codes, outcome.line()
+    assert outcome.verdict.figures.pauses == 1
+
+
+@pytest.fixture(scope="module")
+def clean_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small run with retries whose journals and store check clean."""
+    folder = tmp_path_factory.mktemp("clean")
+    outcome = run("baseline", "sqlite", "quick", folder, plan=SMALL)
+    assert not outcome.verdict.violations, outcome.line()
+    return folder
+
+
+def recheck(clean: Path, tmp_path: Path, tamper: Callable[[dict[str, Records]], None]) -> Verdict:
+    """Check the clean run's store against its journals as ``tamper`` left them."""
+    journals = tmp_path / "journals"
+    shutil.copytree(clean / "journals", journals)
+    files = {
+        p.name: [json.loads(line) for line in p.read_text().splitlines()]
+        for p in journals.glob(f"*{SUFFIX}")
+    }
+    tamper(files)
+    for name, records in files.items():
+        (journals / name).write_text("".join(json.dumps(r) + "\n" for r in records))
+    with open_store(f"sqlite:///{clean / 'chaos.db'}") as store:
+        evidence = gather(journals, store)
+    return check(evidence, Bounds(SMALL.lease, SMALL.cycle, SMALL.poll))
+
+
+def probes(files: dict[str, Records]) -> Records:
+    return [r for name, records in files.items() if name.startswith("probe-") for r in records]
+
+
+def retried(files: dict[str, Records]) -> str:
+    """A task that failed its first attempt, was acknowledged so, and then ran again."""
+    acked = {str(r["task"]) for r in probes(files) if r["k"] == "ack" and r["kind"] == "retrying"}
+    again = {str(r["task"]) for r in probes(files) if r["k"] == "start" and r["attempt"] == 2}
+    return sorted(acked & again)[0]
+
+
+def first(files: dict[str, Records], **match: object) -> dict[str, Any]:
+    return next(r for r in probes(files) if all(r.get(k) == v for k, v in match.items()))
+
+
+def test_untampered_journals_check_clean(clean_run: Path, tmp_path: Path) -> None:
+    assert recheck(clean_run, tmp_path, lambda _: None).violations == []
+
+
+def test_a_missing_end_is_caught(clean_run: Path, tmp_path: Path) -> None:
+    def drop_an_end(files: dict[str, Records]) -> None:
+        end = first(files, k="end", outcome="ok")
+        for records in files.values():
+            if end in records:
+                records.remove(end)
+
+    assert {"I1", "I3"} <= recheck(clean_run, tmp_path, drop_an_end).codes()
+
+
+def test_a_second_accepted_ending_is_caught(clean_run: Path, tmp_path: Path) -> None:
+    def duplicate_a_success(files: dict[str, Records]) -> None:
+        ack = first(files, k="ack", kind="succeeded")
+        next(records for records in files.values() if ack in records).append(dict(ack))
+
+    verdict = recheck(clean_run, tmp_path, duplicate_a_success)
+    assert verdict.codes() == {"I3"}
+    assert verdict.figures.dup_endings == 1
+
+
+def test_a_rising_priority_is_caught(clean_run: Path, tmp_path: Path) -> None:
+    def raise_a_retry(files: dict[str, Records]) -> None:
+        task = retried(files)
+        first(files, k="start", task=task, attempt=2)["priority"] += 5
+
+    assert recheck(clean_run, tmp_path, raise_a_retry).codes() == {"I7"}
+
+
+def test_an_older_token_accepted_after_a_newer_one_started_is_caught(
+    clean_run: Path, tmp_path: Path
+) -> None:
+    def start_the_retry_early(files: dict[str, Records]) -> None:
+        task = retried(files)
+        older = first(files, k="start", task=task, attempt=1)
+        first(files, k="start", task=task, attempt=2)["mono"] = older["mono"] + 0.001
+
+    codes = recheck(clean_run, tmp_path, start_the_retry_early).codes()
+    assert "I6" in codes and codes <= {"I5", "I6"}
+
+
+def test_a_lost_enqueue_is_caught(clean_run: Path, tmp_path: Path) -> None:
+    def acknowledge_a_phantom(files: dict[str, Records]) -> None:
+        enq = next(r for records in files.values() for r in records if r["k"] == "enq")
+        enq["ids"].append("01a20000-0000-7000-8000-000000000000")
+
+    verdict = recheck(clean_run, tmp_path, acknowledge_a_phantom)
+    assert verdict.codes() == {"I2"} and verdict.figures.lost == 1
+
+
+def test_a_line_that_does_not_parse_is_caught(clean_run: Path, tmp_path: Path) -> None:
+    verdict = recheck(clean_run, tmp_path, lambda _: None)
+    assert verdict.violations == []
+    journal = next((tmp_path / "journals").glob("probe-*"))
+    lines = journal.read_text().splitlines(keepends=True)
+    journal.write_text("".join([*lines[:1], '{"k": "start", "task"\n', *lines[1:]]))
+    with open_store(f"sqlite:///{clean_run / 'chaos.db'}") as store:
+        evidence = gather(tmp_path / "journals", store)
+    assert check(evidence, Bounds(SMALL.lease, SMALL.cycle, SMALL.poll)).codes() == {"J"}

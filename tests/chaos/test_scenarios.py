@@ -1,0 +1,69 @@
+"""The chaos suite's quick profile, on both stores: real workers, producers and
+a scheduler, real SIGKILL and SIGSTOP, a real PostgreSQL crash; then the
+checker over the journals and the store. Every promise must hold (no violation)
+and the figures must say the faults really happened."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from chaos.scenarios import SCENARIOS, Outcome, run
+
+pytestmark = pytest.mark.slow
+
+
+def planned(name: str) -> int:
+    return sum(workload.count for workload in SCENARIOS[name].plans["quick"].workloads)
+
+
+def assert_clean(outcome: Outcome) -> None:
+    shown = "\n".join(str(v) for v in outcome.verdict.violations[:20])
+    assert not outcome.verdict.violations, f"{outcome.line()}\n{shown}\n{outcome.folder}"
+    figures = outcome.verdict.figures
+    assert (figures.lost, figures.dup_endings) == (0, 0)
+    assert figures.stored >= figures.tasks > 0
+
+
+def test_baseline(backend: str, store_url: str, tmp_path: Path) -> None:
+    outcome = run("baseline", backend, "quick", tmp_path, url=store_url)
+
+    assert_clean(outcome)
+    figures = outcome.verdict.figures
+    assert figures.tasks == planned("baseline")
+    assert (figures.kills, figures.pauses, figures.dup_executions) == (0, 0, 0)
+
+
+def test_sigkill_storm(backend: str, store_url: str, tmp_path: Path) -> None:
+    outcome = run("sigkill-storm", backend, "quick", tmp_path, url=store_url)
+
+    assert_clean(outcome)
+    figures = outcome.verdict.figures
+    assert figures.tasks == planned("sigkill-storm")
+    assert figures.kills == SCENARIOS["sigkill-storm"].plans["quick"].faults
+    # Each kill landed in the middle of a task, which ran again elsewhere.
+    assert figures.in_flight_at_kill >= figures.kills
+    assert figures.dup_executions >= 1
+    assert figures.recovery and max(figures.recovery) <= 2.0 + 0.5 + 0.1 + 1.5
+
+
+def test_zombie(backend: str, store_url: str, tmp_path: Path) -> None:
+    outcome = run("zombie", backend, "quick", tmp_path, url=store_url)
+
+    assert_clean(outcome)
+    figures = outcome.verdict.figures
+    assert figures.pauses == 1
+    # The paused owner's long task was taken back and run again by another...
+    assert figures.recovery and figures.dup_executions >= 1
+    # ...and the owner, once resumed, gave its execution up within a keepalive.
+    assert figures.abandon and max(figures.abandon) <= 2.0 / 3
+
+
+def test_pg_crash_on_a_private_cluster(cluster_binaries: Path, tmp_path: Path) -> None:
+    outcome = run("pg-crash", "postgres", "quick", tmp_path)
+
+    assert_clean(outcome)
+    figures = outcome.verdict.figures
+    assert figures.restarts == 2  # -m immediate, then -m fast
+    assert figures.worker_recovery and max(figures.worker_recovery) <= 10
+    assert len(figures.listen) == 2 and max(figures.listen) <= 10
