@@ -17,7 +17,12 @@ the people who work on tenure.
 - :mod:`chaos.producers`: processes that enqueue and journal what returned;
 - :mod:`chaos.harness`: starts, faults, restarts and drains the processes;
 - :mod:`chaos.cluster`: a private PostgreSQL 15 cluster to crash;
-- :mod:`chaos.checker`: the invariants I1-I8 and the figures;
+- :mod:`chaos.poison`: tasks that kill or wedge their process;
+- :mod:`chaos.election`: the App whose periodic task the schedulers enqueue;
+- :mod:`chaos.harness`'s :class:`~chaos.harness.Harness` also stands several
+  scheduler candidates and runs workers on the process pool;
+- :mod:`chaos.checker`: the invariants I1-I8 and the figures, with the poison
+  checks of :mod:`chaos.deaths` and the election checks of :mod:`chaos.elections`;
 - :mod:`chaos.scenarios`: the scenarios and their profiles.
 """
 

@@ -34,6 +34,11 @@ is read). Each violation names its invariant, its task and what was seen.
   every worker listens again, within ``server_recovery`` seconds.
 - **P** no process exited without being killed; producers finished.
 - **J** every journal line parses (one that does not was tampered with).
+- **D** and **T** (:mod:`chaos.deaths`): poison tasks stop at their maximum
+  attempts, every death counted; healthy tasks keep their pace beside them.
+- **S** and **E** (:mod:`chaos.elections`): every periodic slot enqueued
+  exactly once across scheduler failovers; failover within leader lease + one
+  cycle.
 """
 
 from __future__ import annotations
@@ -44,6 +49,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import pairwise
 
+from chaos.deaths import deaths, poison_tasks, throughput
+from chaos.elections import failovers, slots
 from chaos.evidence import Ack, Evidence, Execution, Life, as_seconds, owner_pid, reservations
 from tenure.task import Status
 
@@ -66,6 +73,10 @@ class Bounds:
     margin: float = MARGIN
     slack: float = SLACK
     server_recovery: float = 10.0
+    throughput: float = 0.8
+    """T: the healthy throughput beside poison tasks, as a share of baseline's."""
+    leader_lease: float = 10.0
+    """T: the healthy throughput beside poison tasks, as a share of baseline's."""
 
     @property
     def keepalive(self) -> float:
@@ -103,6 +114,14 @@ class Figures:
     abandon: list[float] = field(default_factory=list)
     worker_recovery: list[float] = field(default_factory=list)
     listen: list[float] = field(default_factory=list)
+    poison: int = 0
+    deaths: int = 0
+    poison_kinds: dict[str, int] = field(default_factory=dict)
+    throughput: tuple[float, float] | None = None
+    """T: healthy tasks a second (baseline phase, poison phase)."""
+    slots: int = 0
+    missing_slots: int = 0
+    failover: list[float] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -120,7 +139,8 @@ class Verdict:
 def check(evidence: Evidence, bounds: Bounds) -> Verdict:
     """Every invariant over ``evidence``; the figures of the run."""
     verdict = Verdict()
-    for step in (_i1, _i2, _i3, _i4, _i5, _i6, _i7, _i8, _zombies, _servers, _processes):
+    steps = (_i1, _i2, _i3, _i4, _i5, _i6, _i7, _i8, _zombies, _servers, _processes)
+    for step in (*steps, deaths, throughput, slots, failovers):
         step(evidence, bounds, verdict)
     _figures(evidence, verdict.figures)
     return verdict
@@ -134,8 +154,19 @@ def _i1(ev: Evidence, _: Bounds, out: Verdict) -> None:
             out.add("I1", task.id, f"still {task.status} after the drain (attempt {task.attempts})")
     for run in _all(ev):
         life = ev.life_of(run.pid, run.start)
-        if run.end is None and (life is None or (life.killed is None and life.exited is None)):
+        if run.end is not None or _given_up(ev, run):
+            continue
+        if life is None or (life.killed is None and life.exited is None):
             out.add("I1", run.task, f"token {run.token} on pid {run.pid} never ended, unkilled")
+
+
+def _given_up(ev: Evidence, run: Execution) -> bool:
+    """Whether ``run`` ran in a pool child (not its worker's own process) that
+    its worker killed on losing the lease: a newer token of the task started
+    after it. Such a child writes no ``abandon``."""
+    if run.pid == owner_pid(run.owner):
+        return False
+    return any(r.token > run.token and r.start > run.start for r in ev.executions.get(run.task, []))
 
 
 def _i2(ev: Evidence, _: Bounds, out: Verdict) -> None:
@@ -196,9 +227,12 @@ def _i3(ev: Evidence, _: Bounds, out: Verdict) -> None:
 
 
 def _i4(ev: Evidence, _: Bounds, out: Verdict) -> None:
+    poisoned = poison_tasks(ev)  # no probe runs them: D checks their attempts
     for task in ev.tasks.values():
         if task.attempts > task.max_attempts:
             out.add("I4", task.id, f"{task.attempts} attempts of at most {task.max_attempts}")
+        if task.id in poisoned:
+            continue
         runs = ev.executions.get(task.id, [])
         granted = reservations(ev.events.get(task.id, []))
         for earlier, later in pairwise(runs):

@@ -73,6 +73,17 @@ class Life:
     exited: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class PoisonAttempt:
+    """One attempt of a poison task, as it began (then it died, failed or hung)."""
+
+    task: str
+    attempt: int
+    token: int
+    kind: str
+    pid: int
+
+
 @dataclass(slots=True)
 class Evidence:
     executions: dict[str, list[Execution]] = field(default_factory=dict)
@@ -88,6 +99,12 @@ class Evidence:
     tasks: dict[str, Task] = field(default_factory=dict)
     events: dict[str, list[Event]] = field(default_factory=dict)
     producer_codes: list[int] = field(default_factory=list)
+    poison: dict[str, list[PoisonAttempt]] = field(default_factory=dict)
+    """Per poison task, its attempts in journal order."""
+    phases: list[tuple[str, float]] = field(default_factory=list)
+    """(name, mono) of each phase the harness began."""
+    elections: list[tuple[int, int | None, float]] = field(default_factory=list)
+    """(the deposed leader's pid, the new leader's pid, when the harness saw it)."""
     drained: bool = False
     cut_short: int = 0
     unreadable: int = 0
@@ -105,6 +122,7 @@ def gather(folder: Path, store: Store) -> Evidence:
     _executions(reading, evidence)
     _enqueued(reading, evidence)
     _faults(reading, evidence)
+    _poisoned(reading, evidence)
     evidence.tasks, evidence.events = read_store(store)
     return evidence
 
@@ -135,6 +153,17 @@ def _executions(reading: Reading, evidence: Evidence) -> None:
         ack = _made(evidence, Ack, r, "task", "attempt", "token", "kind", "pid", "mono")
         if ack is not None:
             evidence.acks.append(ack)
+
+
+def _poisoned(reading: Reading, evidence: Evidence) -> None:
+    for r in reading.of_kind("poison"):
+        attempt = _made(evidence, PoisonAttempt, r, "task", "attempt", "token", "kind", "pid")
+        if attempt is not None:
+            evidence.poison.setdefault(attempt.task, []).append(attempt)
+    for r in sorted(reading.of_kind("phase"), key=lambda r: float(r["mono"])):
+        evidence.phases.append((r["name"], r["mono"]))
+    for r in reading.of_kind("elected"):
+        evidence.elections.append((r["after"], r.get("pid"), r["mono"]))
 
 
 def _made(evidence: Evidence, kind: type[T], record: Record, *names: str) -> T | None:
@@ -173,6 +202,7 @@ def _faults(reading: Reading, evidence: Evidence) -> None:
             evidence.producer_codes.append(r["code"])
         elif kind == "drained":
             evidence.drained = bool(r["ok"])
+
         elif r["pid"] in lives:
             _fault(lives[r["pid"]], r)
     if down is not None:

@@ -1,11 +1,12 @@
 """The harness: runs a scenario's processes, injects its faults, writes them down.
 
-It starts real ``tenure worker`` processes (``--no-scheduler``), one ``tenure
-scheduler`` (so the supervisor's cycle is the same for every fault) and the
-producers, each in the checkout's root with the journals' folder in its
-environment. A monitor thread restarts every worker or scheduler that exits:
-the ones it killed, as a deployment's supervisor would, and the first few
-others (each such exit is written down: the checker calls it a violation).
+It starts real ``tenure worker`` processes (``--no-scheduler``), ``tenure
+scheduler`` processes (one, so the supervisor's cycle is the same for every
+fault, or several candidates for the election scenario) and the producers,
+each in the checkout's root with the journals' folder in its environment. A
+monitor thread restarts every worker or scheduler that exits: the ones it
+killed, as a deployment's supervisor would, and the first few others (each such
+exit is written down: the checker calls it a violation).
 
 Every fault goes to the harness's own journal, the fault log, before the signal
 is sent: ``kill``, ``stop`` and ``cont`` with the pid, the CLOCK_MONOTONIC time
@@ -43,7 +44,7 @@ MONITOR_TICK = 0.05
 CRASH_RESTARTS = 3
 """Processes that exit by themselves are started again this many times in all:
 a build that cannot start a worker must not spin."""
-UNFINISHED = (Status.PENDING, Status.RUNNING, Status.SNOOZED)
+FINISHED = (Status.DONE, Status.FAILED, Status.CANCELLED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +53,10 @@ class Setup:
     slots on ``url``, leases of ``lease`` seconds, the scheduler's cycle every
     ``cycle`` seconds, workers looking for work every ``poll`` seconds when
     idle. ``app`` is the App the workers load (the probe's, or a broken build);
-    ``env``, more environment for every process."""
+    ``env``, more environment for every process; ``pool``, where the workers
+    run task bodies (``processes``: a child process each, which a task may kill);
+    ``schedulers``, how many scheduler candidates stand, with leader leases of
+    ``leader_lease`` seconds."""
 
     url: str
     folder: Path
@@ -63,6 +67,9 @@ class Setup:
     poll: float = 0.1
     app: str = APP
     env: tuple[tuple[str, str], ...] = ()
+    pool: str = "threads"
+    schedulers: int = 1
+    leader_lease: float = 10.0
 
     @property
     def journals(self) -> Path:
@@ -140,7 +147,8 @@ class Harness:
 
     def start(self, ready_timeout: float = 60.0) -> None:
         """The scheduler and the workers, once each is registered in the store."""
-        self._spawn("scheduler")
+        for _ in range(self.setup.schedulers):
+            self._spawn("scheduler")
         for _ in range(self.setup.workers):
             self._spawn("worker")
         self._monitor.start()
@@ -154,10 +162,11 @@ class Harness:
         tenure = [sys.executable, "-m", "tenure", role, "--app", s.app, "--url", s.url]
         tenure += ["--log-level", "WARNING"]
         if role == "scheduler":
-            return [*tenure, "--interval", str(s.cycle)]
+            return [*tenure, f"--interval={s.cycle}", f"--leader-lease={s.leader_lease}"]
         options = {"--lease": s.lease, "--poll": s.poll, "--concurrency": s.concurrency}
         options["--grace"] = GRACE
-        return [*tenure, "--no-scheduler", *(f"{k}={v}" for k, v in options.items())]
+        given = [f"{k}={v}" for k, v in options.items()]
+        return [*tenure, "--no-scheduler", f"--pool={s.pool}", *given]
 
     def _spawn(self, role: str, argv: list[str] | None = None) -> Child:
         env = {**os.environ, **dict(self.setup.env)}
@@ -311,9 +320,15 @@ class Harness:
             return None
 
     def unfinished(self) -> int | None:
-        """Tasks pending, running or snoozed (None if the store is unreachable)."""
+        """Tasks pending, running or snoozed (None if the store is unreachable).
+
+        Counted as all tasks less the finished ones, these read first: a task
+        moves between the unfinished statuses (running, then pending again for
+        a retry) between two counts and would be missed, but finished counts
+        only grow, so reading them first never counts too few unfinished."""
         try:
-            return sum(self.store.task_count(TaskFilter(status=s)) for s in UNFINISHED)
+            finished = sum(self.store.task_count(TaskFilter(status=s)) for s in FINISHED)
+            return self.store.task_count() - finished
         except TenureError:
             return None
 
@@ -326,14 +341,44 @@ class Harness:
             return False
 
     def _scheduler_leads(self) -> bool:
+        return self.leader() is not None
+
+    def leader(self) -> int | None:
+        """The pid of the elected scheduler, if it is one of this harness's live
+        ones (None: none is, or the store is unreachable)."""
         try:
             state = self.store.leader_get("scheduler")
         except TenureError:
-            return False
+            return None
         owner = (state.owner if state is not None else None) or ""
         with self._lock:
             schedulers = [c.process for c in self._children if c.role == "scheduler"]
-        return any(f":{p.pid}:" in owner for p in schedulers if p.poll() is None)
+        return next((p.pid for p in schedulers if p.poll() is None and f":{p.pid}:" in owner), None)
+
+    def retire(self, role: str) -> None:
+        """Stop every process of ``role`` for good (SIGTERM, SIGCONT if paused,
+        and wait): the monitor starts none in their place."""
+        with self._lock:
+            leaving = [c for c in self._children if c.role == role and c.process.poll() is None]
+            for child in leaving:
+                child.faulted = child.reaped = True
+                self.faults.write("retire", role=role, pid=child.process.pid)
+                child.process.send_signal(signal.SIGTERM)
+                if child.paused:
+                    child.process.send_signal(signal.SIGCONT)
+        for child in leaving:
+            try:
+                child.process.wait(GRACE + 10)
+            except subprocess.TimeoutExpired:
+                child.process.kill()
+                child.process.wait()
+
+    def settle(self, timeout: float) -> None:
+        """Wait until the producers have exited and no task is unfinished (a
+        phase of a scenario is over); ChaosError after ``timeout``."""
+        self.wait_for(
+            lambda: self.producers_done() and self.unfinished() == 0, "the phase drained", timeout
+        )
 
     def drain(self, timeout: float) -> bool:
         """Wait until the producers have exited and no task is unfinished, or

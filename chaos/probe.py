@@ -29,6 +29,7 @@ from typing import Any
 
 import tenure
 from chaos.journal import of_process
+from chaos.poison import declare as declare_poison
 from tenure.function import TaskFunction
 from tenure.hooks import HookKind, Outcome
 from tenure.retry import Backoff
@@ -96,3 +97,4 @@ def declare(on: tenure.App) -> Probe:
 
 app = tenure.App()
 task = declare(app)
+poison_task = declare_poison(app)

@@ -22,7 +22,7 @@ import threading
 from dataclasses import asdict, dataclass
 
 from chaos.journal import monotonic, of_process
-from chaos.probe import MAX_ATTEMPTS, app, task
+from chaos.probe import MAX_ATTEMPTS, app, poison_task, task
 from tenure.errors import TenureError
 
 ERROR_PAUSE = 0.2
@@ -48,6 +48,8 @@ class Workload:
     deadline: float = 600.0
     until: str | None = None
     """A file whose existence ends the producer early (after a whole batch)."""
+    poison: tuple[str, ...] = ()
+    """If given, poison tasks (:mod:`chaos.poison`) instead, of these kinds in turn."""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -57,6 +59,7 @@ class Workload:
         values = json.loads(text)
         values["durations"] = tuple(values["durations"])
         values["priorities"] = tuple(values["priorities"])
+        values["poison"] = tuple(values.get("poison", ()))
         return cls(**values)
 
 
@@ -91,12 +94,18 @@ def produce(url: str, workload: Workload) -> int:
         size = min(workload.batch, workload.count - acknowledged)
         priority = rng.choice(workload.priorities)
         try:
-            handles = task.options(priority=priority).enqueue_many(calls(workload, rng, size))
+            if workload.poison:
+                kinds = workload.poison
+                made = [(kinds[(acknowledged + i) % len(kinds)],) for i in range(size)]
+                ids = [h.id for h in poison_task.options(priority=priority).enqueue_many(made)]
+            else:
+                handles = task.options(priority=priority).enqueue_many(calls(workload, rng, size))
+                ids = [handle.id for handle in handles]
         except TenureError as exc:
             journal.write("enq-error", count=size, error=f"{type(exc).__name__}: {exc}"[:300])
             pause.wait(ERROR_PAUSE)
             continue
-        journal.write("enq", ids=[handle.id for handle in handles], priority=priority)
+        journal.write("enq", ids=ids, priority=priority)
         acknowledged += size
     app.close()
     return 0

@@ -84,8 +84,11 @@ def wait_for_file(path: str, limit: float = 60) -> None:
 
 
 @app.task(topic="basic")
-def blocks(gate: str, result: str = "late") -> str:
-    """Runs until the file ``gate`` exists (the test decides when)."""
+def blocks(gate: str, result: str = "late", began: str | None = None) -> str:
+    """Runs until the file ``gate`` exists (the test decides when); makes the
+    file ``began``, if named, once it runs (reserved is not yet running)."""
+    if began is not None:
+        Path(began).touch()
     wait_for_file(gate)
     return result
 

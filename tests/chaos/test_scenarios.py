@@ -14,7 +14,8 @@ pytestmark = pytest.mark.slow
 
 
 def planned(name: str) -> int:
-    return sum(workload.count for workload in SCENARIOS[name].plans["quick"].workloads)
+    plan = SCENARIOS[name].plans["quick"]
+    return sum(workload.count for workload in (*plan.phase, *plan.workloads))
 
 
 def assert_clean(outcome: Outcome) -> None:
@@ -67,3 +68,32 @@ def test_pg_crash_on_a_private_cluster(cluster_binaries: Path, tmp_path: Path) -
     assert figures.restarts == 2  # -m immediate, then -m fast
     assert figures.worker_recovery and max(figures.worker_recovery) <= 10
     assert len(figures.listen) == 2 and max(figures.listen) <= 10
+
+
+def test_poison(backend: str, store_url: str, tmp_path: Path) -> None:
+    outcome = run("poison", backend, "quick", tmp_path, url=store_url)
+
+    assert_clean(outcome)
+    figures = outcome.verdict.figures
+    assert figures.tasks == planned("poison")
+    # Two tasks that hang, one of each other kind; each stopped at its three
+    # attempts, every death counted.
+    assert figures.poison == 7
+    assert figures.poison_kinds == {"exit": 3, "hang": 9, "memory": 3, "raise": 3, "segv": 3}
+    assert figures.deaths == 15
+    assert figures.throughput is not None
+    before, beside = figures.throughput
+    assert beside >= 0.8 * before
+
+
+def test_scheduler_election(backend: str, store_url: str, tmp_path: Path) -> None:
+    outcome = run("scheduler-election", backend, "quick", tmp_path, url=store_url)
+
+    assert_clean(outcome)
+    figures = outcome.verdict.figures
+    assert figures.tasks == planned("scheduler-election")
+    # The leader was killed once and paused once; another took over each time,
+    # within leader lease + one cycle, and the periodic task went on, once a slot.
+    assert (figures.kills, figures.pauses) == (1, 1)
+    assert len(figures.failover) == 2 and max(figures.failover) <= 2.0 + 0.5 + 0.25
+    assert figures.slots > 0 and figures.missing_slots == 0

@@ -9,6 +9,7 @@ very token, and otherwise the store must refuse and change nothing.
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -28,6 +29,20 @@ from hypothesis.stateful import (
 from tenure import Lease, Status, Store, TaskError, TenureError, open_store
 from tenure.store import NewTask, ReserveParams
 from tests.conftest import _empty_postgres
+
+
+def committed_events(store: Store, expected: int, patience: float = 5.0) -> list[Any]:
+    """The event log, read again while it shows fewer than ``expected`` events
+    (up to ``patience`` seconds): on PostgreSQL a listing stops short of events
+    whose transaction a snapshot still showed running (one just ending, or one
+    the server's other sessions left unexplained), and gets them a moment later."""
+    deadline = time.monotonic() + patience
+    while True:
+        events = store.event_list(limit=10_000)
+        if len(events) >= expected or time.monotonic() > deadline:
+            return events
+        time.sleep(0.01)
+
 
 ERROR = TaskError("E", "boom")
 
@@ -186,7 +201,7 @@ class StoreMachine(RuleBasedStateMachine):
             task = self.store.task_get(task_id)
             assert task is not None
             assert (task.status, task.attempts) == (model.status, model.attempts), task_id
-        assert len(self.store.event_list(limit=10_000)) == self.transitions
+        assert len(committed_events(self.store, self.transitions)) == self.transitions
         # One entry into a status counted for each transition, folded or not.
         entries = self.store.task_transition_totals().get("t", {})
         assert sum(entries.values()) == self.transitions

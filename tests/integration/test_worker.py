@@ -284,9 +284,10 @@ def test_worker_whose_lease_is_taken_does_not_write(  # type: ignore[no-untyped-
 
 def test_sigterm_lets_running_tasks_finish(store: Store, start, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     worker = start("--grace", "30")
-    gate = tmp_path / "gate"
-    task = enqueue(store, basic.blocks, str(gate), "finished in grace")
-    wait_until(store, task.id, lambda t: t.status is Status.RUNNING)
+    gate, began = tmp_path / "gate", tmp_path / "began"
+    task = enqueue(store, basic.blocks, str(gate), "finished in grace", str(began))
+    basic.wait_for_file(str(began), limit=30)  # running, not only reserved
+    assert began.exists()
     worker.signal(signal.SIGTERM)
     worker.wait_for_log("SIGTERM received")
     late = enqueue(store, basic.add, 1, 2)  # must not be taken while stopping

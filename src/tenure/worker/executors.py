@@ -280,7 +280,7 @@ class ProcessExecutor:
         with self._lock:
             child = self._running.get(task_id)
         if child is not None:
-            child.kill()
+            child.kill(task_id)
 
     def close(self) -> None:
         """Kill the children that run a task; ask the others to exit, and kill
@@ -308,6 +308,10 @@ class _Child:
         self._ready = False  # the child said it imported the App
         self._start_failure: TaskError | None = None  # why the last warm() failed
         self._killed = False
+        self._running: str | None = None  # the task it runs, while it runs one
+        self._lock = threading.Lock()
+        """Held while a kill detaches the process and its pipe: the child is never
+        handed to the next task half-killed."""
 
     def spawn(self) -> Connection:
         """Start the process unless it runs; it imports the App meanwhile."""
@@ -351,24 +355,47 @@ class _Child:
         conn = self._conn
         if conn is None or not self._ready:
             raise RuntimeError("run() before a successful warm()")
-        self._killed = False
+        with self._lock:
+            self._killed, self._running = False, task.id
         try:
             conn.send((task, lease))
             ending: Ending = conn.recv()
         except (EOFError, OSError, BrokenPipeError):
-            if self._killed:
-                return None
-            code = None if self._process is None else self._process.exitcode
-            self._process = None
-            return Raised(TaskError("WorkerCrashed", f"the child process died (exit code {code})"))
+            return self._lost()
+        finally:
+            with self._lock:
+                self._running = None
         return ending
 
-    def kill(self) -> None:
-        self._killed = True
-        if self._process is not None and self._process.is_alive():
-            self._process.kill()
-            self._process.join(5)
-        self._process = None
+    def _lost(self) -> Raised | None:
+        """The pipe broke mid-task: ``None`` if a kill did it (the execution was
+        abandoned), else the attempt fails with how the child died."""
+        with self._lock:
+            if self._killed:
+                return None
+            process, self._process, self._conn = self._process, None, None
+        code = None
+        if process is not None:
+            process.join(5)  # reaped, so that its exit code is known
+            code = process.exitcode
+        return Raised(TaskError("WorkerCrashed", f"the child process died (exit code {code})"))
+
+    def kill(self, task_id: str | None = None) -> None:
+        """Kill the process (only if it runs ``task_id``, when one is named: the
+        execution it was meant for may have ended, and the child gone on to the
+        next task). Its process and pipe are let go of before anything else, so
+        the next :meth:`warm` starts a fresh one, never reusing this one."""
+        with self._lock:
+            if task_id is not None and self._running != task_id:
+                return
+            self._killed = True
+            process, self._process = self._process, None
+            # The pipe is left to the thread that may be reading it (closing it
+            # under that read could hand its descriptor to another pipe).
+            self._conn, self._ready = None, False
+        if process is not None and process.is_alive():
+            process.kill()
+            process.join(5)
 
     def ask_to_exit(self) -> None:
         """Tell the child to exit once it is idle (after its import, if it is

@@ -1,0 +1,166 @@
+"""The first scenarios: baseline, sigkill-storm, zombie and pg-crash (see
+:mod:`chaos.scenarios`)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from functools import partial
+
+from chaos import ChaosError
+from chaos.cluster import Mode, PrivateCluster
+from chaos.harness import Harness
+from chaos.journal import monotonic
+from chaos.scenarios.base import Context, Plan, found, tasks
+
+
+def baseline(harness: Harness, context: Context) -> None:
+    harness.produce(context.plan.workloads)
+
+
+def storm(harness: Harness, context: Context) -> None:
+    harness.produce(context.plan.workloads)
+    for _ in range(context.plan.faults):
+        context.interval()
+        busy = found(harness, lambda: harness.holders(left=0.2))
+        if not busy:
+            break  # the queue ran dry: no task left to kill a worker in
+        harness.kill(context.rng.choice(busy))
+
+
+def zombie(harness: Harness, context: Context) -> None:
+    plan = context.plan
+    harness.produce(plan.workloads)
+    # A long task begun at most half a lease ago: still running after the pause.
+    left = plan.workloads[-1].durations[0] - plan.lease / 2
+    for _ in range(plan.faults):
+        context.interval()
+        busy = found(harness, lambda: harness.holders(left=left))
+        if not busy:
+            raise ChaosError("no worker started a long task: nothing to pause")
+        pid = context.rng.choice(busy)
+        harness.pause(pid)
+        context.wait(3 * plan.lease)
+        harness.resume(pid)
+
+
+def crash(harness: Harness, context: Context) -> None:
+    cluster = context.cluster
+    if cluster is None:
+        raise ChaosError("pg-crash runs on a private cluster only")
+    stop = harness.setup.folder / "stop-producers"
+    harness.produce(replace(w, until=str(stop)) for w in context.plan.workloads)
+    try:
+        for mode in ("immediate", "fast") * context.plan.faults:
+            context.interval()
+            _restart(harness, cluster, mode)
+    finally:
+        stop.touch()
+
+
+def _restart(harness: Harness, cluster: PrivateCluster, mode: Mode) -> None:
+    """Restart the server; wait (and write down how long) until every worker
+    listens again and has started a task again."""
+    harness.faults.write("server-down", mode=mode)
+    cluster.restart(mode)
+    up: float = harness.faults.write("server-up")["mono"]
+    listening = harness.wait_for(
+        lambda: _listeners(harness.setup.url) >= len(harness.workers()),
+        "every worker listening again",
+        timeout=15,
+        fail=False,
+    )
+    harness.faults.write("listening", after=monotonic() - up if listening else None)
+    harness.wait_for(
+        partial(_all_started_since, harness, up),
+        "every worker starting a task again",
+        timeout=15,
+        fail=False,
+    )
+
+
+def _all_started_since(harness: Harness, moment: float) -> bool:
+    return set(harness.workers()) <= harness.started_since(moment)
+
+
+def _listeners(url: str) -> int:
+    """The sessions of the scenario's database that LISTEN for new tasks."""
+    import psycopg  # noqa: PLC0415 - PostgreSQL only
+
+    try:
+        with psycopg.connect(url, autocommit=True, connect_timeout=2) as conn:
+            row = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                " AND application_name LIKE %s AND query ILIKE %s",
+                ["%-listener", "LISTEN%tenure_tasks%"],
+            ).fetchone()
+    except psycopg.Error:
+        return 0
+    return int(row[0]) if row else 0
+
+
+SHORT = (0.05, 0.3)
+"""Durations of the tasks around the faults of zombie and pg-crash."""
+LONG = {"batch": 1, "flaky": 0, "doomed": 0}
+"""Long tasks for the zombie: one per batch, and none failing on purpose."""
+
+BASELINE = {
+    "full": Plan(workers=4, concurrency=4, workloads=(tasks(5000, 1), tasks(5000, 2))),
+    "quick": Plan(workers=3, concurrency=4, workloads=(tasks(200, 1), tasks(200, 2)), drain=120),
+}
+STORM = {
+    "full": Plan(
+        workers=4,
+        concurrency=8,
+        workloads=(tasks(3000, 3, durations=(0.1, 2.0)), tasks(3000, 4, durations=(0.1, 2.0))),
+        faults=50,
+        every=(2.0, 5.0),
+    ),
+    "quick": Plan(
+        workers=3,
+        concurrency=4,
+        workloads=(tasks(120, 3, durations=(0.1, 0.8)), tasks(120, 4, durations=(0.1, 0.8))),
+        faults=4,
+        every=(1.0, 1.5),
+        drain=120,
+    ),
+}
+ZOMBIE = {
+    "full": Plan(
+        workers=4,
+        concurrency=4,
+        workloads=(
+            tasks(2000, 5, durations=SHORT, rate=20),
+            tasks(10, 6, durations=(8.0, 8.0), rate=0.2, **LONG),  # four leases each
+        ),
+        faults=3,
+        every=(2.0, 4.0),
+    ),
+    "quick": Plan(
+        workers=3,
+        concurrency=4,
+        workloads=(
+            tasks(100, 5, durations=SHORT, rate=15),
+            tasks(4, 6, durations=(8.0, 8.0), rate=0.5, **LONG),
+        ),
+        faults=1,
+        every=(0.5, 1.0),
+        drain=120,
+    ),
+}
+CRASH = {  # producers go on until the last restart is over: counts are at most
+    "full": Plan(
+        workers=4,
+        concurrency=4,
+        workloads=tuple(tasks(100_000, s, durations=SHORT, rate=25, batch=5) for s in (7, 8)),
+        faults=3,
+        every=(5.0, 8.0),
+    ),
+    "quick": Plan(
+        workers=3,
+        concurrency=4,
+        workloads=tuple(tasks(2000, s, durations=SHORT, rate=15, batch=5) for s in (7, 8)),
+        faults=1,
+        every=(2.0, 3.0),
+        drain=120,
+    ),
+}

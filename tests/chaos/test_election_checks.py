@@ -1,0 +1,80 @@
+"""The scheduler-election checks catch what they are there to catch: the
+evidence of a clean run is tampered with (a slot missing from the store, a slot
+created twice, a failover slower than leader lease + one cycle) and the checker
+names exactly that promise."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from chaos.checker import Bounds, Verdict, check
+from chaos.election import slot_of
+from chaos.evidence import Evidence, gather
+from chaos.scenarios import SCENARIOS, run
+
+from tenure.store import open_store
+
+pytestmark = pytest.mark.slow
+
+PLAN = SCENARIOS["scheduler-election"].plans["quick"]
+
+
+@pytest.fixture(scope="module")
+def clean_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("election")
+    outcome = run("scheduler-election", "sqlite", "quick", folder)
+    assert not outcome.verdict.violations, outcome.line()
+    return folder
+
+
+def recheck(clean: Path, tamper: Callable[[Evidence], None]) -> Verdict:
+    with open_store(f"sqlite:///{clean / 'chaos.db'}") as store:
+        evidence = gather(clean / "journals", store)
+    tamper(evidence)
+    bounds = Bounds(PLAN.lease, PLAN.cycle, PLAN.poll, leader_lease=PLAN.leader_lease)
+    return check(evidence, bounds)
+
+
+def slot_ids(evidence: Evidence) -> list[str]:
+    return sorted(i for i in evidence.tasks if slot_of(i) is not None)  # ISO times sort
+
+
+def test_untampered_evidence_checks_clean(clean_run: Path) -> None:
+    verdict = recheck(clean_run, lambda _: None)
+    assert verdict.violations == []
+    assert verdict.figures.slots > 0 and len(verdict.figures.failover) == 2
+
+
+def test_a_missing_slot_is_caught(clean_run: Path) -> None:
+    def drop_a_slot(evidence: Evidence) -> None:
+        ids = slot_ids(evidence)
+        missing = ids[len(ids) // 2]
+        del evidence.tasks[missing]
+        evidence.events.pop(missing, None)
+        evidence.executions.pop(missing, None)
+        evidence.acks = [a for a in evidence.acks if a.task != missing]
+
+    verdict = recheck(clean_run, drop_a_slot)
+    assert verdict.codes() == {"S"}
+    assert verdict.figures.missing_slots == 1
+
+
+def test_a_slot_enqueued_twice_is_caught(clean_run: Path) -> None:
+    def create_a_slot_again(evidence: Evidence) -> None:
+        events = evidence.events[slot_ids(evidence)[-1]]
+        created = next(e for e in events if e.from_status is None)
+        events.insert(1, dataclasses.replace(created, id=created.id + 10**9))
+
+    assert recheck(clean_run, create_a_slot_again).codes() == {"S"}
+
+
+def test_a_slow_failover_is_caught(clean_run: Path) -> None:
+    def see_the_new_leader_late(evidence: Evidence) -> None:
+        deposed, elected, seen = evidence.elections[0]
+        evidence.elections[0] = (deposed, elected, seen + PLAN.leader_lease)
+
+    verdict = recheck(clean_run, see_the_new_leader_late)
+    assert verdict.codes() == {"E"}
