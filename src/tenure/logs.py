@@ -7,15 +7,39 @@ installs. Task log records carry their facts as attributes (``task_id``,
 failure, ``traceback`` — the text of the exception's traceback, which may come from
 another process), so both formats say the same thing and a failure's traceback is
 never lost.
+
+A worker logs a line per task: formatted and written on the threads that run and
+complete tasks, its lines would cost them more than the tasks themselves, and
+the handler's lock would make them wait on each other and on the stream. So the
+handler :func:`configure` installs only queues each record, as it is (its
+``extra`` attributes and ``exc_info`` intact), and one thread formats and writes
+them, a burst in one write. The queue is bounded: a stream that cannot keep up
+slows the loggers down instead of filling memory. ``flush()`` waits until what
+was queued is written (a worker flushes before it returns), and closing the
+handler — :func:`logging.shutdown` does it at exit — writes the rest and stops
+the thread. A process killed by SIGKILL loses the lines still queued; one forked
+from a logging process writes its own lines directly.
 """
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import json
 import logging
+import os
+import queue
 import sys
+import threading
+import time
+import weakref
 from datetime import UTC, datetime
-from typing import Any, TextIO
+from logging.handlers import QueueHandler, QueueListener
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    Stream = logging.StreamHandler[TextIO]
+    Records = queue.SimpleQueue[logging.LogRecord | None]
 
 LEVELS = ("debug", "info", "warning", "error", "critical")
 FORMATS = ("text", "json")
@@ -25,19 +49,56 @@ TASK_FIELDS = ("task_id", "task_name", "topic", "attempt", "duration", "status",
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 
+CAPACITY = 10_000
+"""Records queued for the writing thread before loggers wait for room."""
+BURST = 512
+"""Lines written at most in one write."""
+GATHER = 0.02
+"""Seconds the writing thread lets records gather after each write: woken once
+per burst, not once per record (a lone record is written at once)."""
+ROOM_PAUSE = 0.001
+"""Seconds between looks for room in a full queue."""
+WAIT = 5.0
+"""Seconds ``flush`` and ``close`` wait for the writing thread, which may be
+stuck on a stream nobody reads: a worker's exit is never held up for good."""
+
+_JSON = json.JSONEncoder(default=str)
+"""``json.dumps(..., default=str)``, its encoder made once instead of per line."""
+
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+"""Argument types a message can be formatted from later: they never change."""
+
 
 class TextFormatter(logging.Formatter):
     """The usual one-line format, followed by a failed task's traceback."""
 
     def __init__(self) -> None:
         super().__init__(TEXT_FORMAT)
+        self._second: tuple[int, str] = (-1, "")
 
     def format(self, record: logging.LogRecord) -> str:
-        text = super().format(record)
+        if record.exc_info or record.exc_text or record.stack_info:
+            text = super().format(record)
+        else:  # what ``super().format`` makes of TEXT_FORMAT, in a third of its time
+            record.message = record.getMessage()
+            record.asctime = self.formatTime(record)
+            text = f"{record.asctime} {record.levelname} {record.name} {record.message}"
         trace = getattr(record, "traceback", None)
         if trace:
             text = f"{text}\n{trace.rstrip()}"
         return text
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802
+        """The standard ``asctime``, its seconds formatted once per second: a
+        worker writes thousands of lines in each."""
+        if datefmt is not None:
+            return super().formatTime(record, datefmt)
+        whole = int(record.created)
+        second, text = self._second
+        if second != whole:
+            text = time.strftime(self.default_time_format, self.converter(record.created))
+            self._second = (whole, text)
+        return f"{text},{int(record.msecs):03d}"  # as logging's default_msec_format
 
 
 class JsonFormatter(logging.Formatter):
@@ -58,20 +119,201 @@ class JsonFormatter(logging.Formatter):
         trace = getattr(record, "traceback", None)
         if record.exc_info:
             trace = self.formatException(record.exc_info)
+        elif record.exc_text:
+            trace = record.exc_text
         if trace:
             line["traceback"] = trace
-        return json.dumps(line, default=str)
+        return _JSON.encode(line)
+
+
+class _Flush(logging.LogRecord):
+    """Queued by ``flush``: set once the writer has written what came before it."""
+
+    def __init__(self) -> None:
+        super().__init__(__name__, logging.NOTSET, __file__, 0, "", None, None)
+        self.done = threading.Event()
+
+
+class _Writer(QueueListener):
+    """The thread that formats the queued records and writes them to the target's
+    stream: a burst of lines in one write and one flush."""
+
+    def __init__(self, records: Records, target: Stream) -> None:
+        super().__init__(records, target)
+        self.records = records
+        self.target = target
+        self._lines: list[str] = []
+
+    def start(self) -> None:
+        super().start()
+        if self._thread is not None:
+            self._thread.name = "tenure-log-writer"
+
+    def dequeue(self, block: bool) -> logging.LogRecord:
+        """The next record; once none is queued, what was gathered is written
+        and more records are let gather before the thread waits for them."""
+        try:
+            return self.records.get_nowait()  # type: ignore[return-value]
+        except queue.Empty:
+            self.write()
+        time.sleep(GATHER)
+        return self.records.get(block)  # type: ignore[return-value]
+
+    def handle(self, record: logging.LogRecord) -> None:
+        if isinstance(record, _Flush):
+            self.write()
+            record.done.set()
+            return
+        try:
+            self._lines.append(self.target.format(record) + self.target.terminator)
+        except Exception:  # a record that cannot be formatted: said, then skipped
+            self.target.handleError(record)
+        if len(self._lines) >= BURST:
+            self.write()
+
+    def write(self) -> None:
+        if not self._lines:
+            return
+        text, self._lines = "".join(self._lines), []
+        target = self.target
+        with target.lock or contextlib.nullcontext():
+            try:
+                target.stream.write(text)
+                target.stream.flush()
+            except Exception:  # the stream failed (closed, full disk): as logging says it
+                target.handleError(logging.makeLogRecord({"msg": text.rstrip()}))
+
+    def stop(self) -> None:
+        self.finish()
+
+    def alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def finish(self, timeout: float = WAIT) -> bool:
+        """Write what is queued and end the thread; ``False`` if it did not end
+        within ``timeout`` seconds (its stream blocks)."""
+        thread = self._thread
+        if thread is None:
+            return True
+        self.enqueue_sentinel()
+        thread.join(timeout)
+        if thread.is_alive():
+            return False
+        self._thread = None
+        while True:  # queued after the sentinel, by threads that raced the close
+            try:
+                record = self.records.get_nowait()
+            except queue.Empty:
+                break
+            if record is not None:
+                self.handle(record)
+        self.write()
+        return True
+
+
+class Queued(QueueHandler):
+    """Queues each record for the writing thread: the logging call returns without
+    formatting or writing anything. Records are passed on as they are, so the
+    formatters see every ``extra`` attribute and the exception; a message whose
+    arguments could change before it is written (anything but strings, numbers
+    and ``None``) is formatted at once. The writing thread's own records, those
+    of a forked child, and those logged after :meth:`close` are written by the
+    caller."""
+
+    def __init__(self, target: Stream, capacity: int = CAPACITY) -> None:
+        records: Records = queue.SimpleQueue()
+        super().__init__(records)
+        self.records = records
+        self.target = target
+        self.capacity = capacity
+        self._writer = _Writer(records, target)
+        self._writer.start()
+        self._writer_id = self._writer_thread()
+        self._direct = False
+        _LIVE.add(self)
+
+    def _writer_thread(self) -> int | None:
+        thread = self._writer._thread
+        return None if thread is None else thread.ident
+
+    def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
+        args = record.args
+        if type(record.msg) is str and (
+            not args or (type(args) is tuple and _PLAIN.issuperset(map(type, args)))
+        ):
+            return record
+        settled = copy.copy(record)  # other handlers keep the record as it was
+        settled.msg, settled.args = record.getMessage(), None
+        return settled
+
+    def emit(self, record: logging.LogRecord) -> None:
+        queueing = not self._direct and threading.get_ident() != self._writer_id
+        if queueing and (self.records.qsize() < self.capacity or self._room()):
+            try:
+                self.records.put(self.prepare(record))
+            except Exception:
+                self.handleError(record)
+            return
+        self.target.handle(record)
+
+    def _room(self) -> bool:
+        """Wait until the writer, behind (a slow stream, or one nobody reads),
+        makes room, as a direct write to that stream would wait, instead of
+        queueing without bound; ``False`` (write directly from now on) if the
+        writer is gone."""
+        while self.records.qsize() >= self.capacity:
+            if not self._writer.alive():
+                self._direct = True
+                return False
+            time.sleep(ROOM_PAUSE)
+        return True
+
+    def flush(self) -> None:
+        """Return once every record queued before is written (at most ``WAIT`` s)."""
+        if self._direct or not self._writer.alive() or threading.get_ident() == self._writer_id:
+            self.target.flush()
+            return
+        mark = _Flush()
+        self.records.put(mark)
+        mark.done.wait(WAIT)
+
+    def close(self) -> None:
+        """Write what is queued, stop the thread; later records are written directly."""
+        with self.lock or contextlib.nullcontext():
+            self._direct = True
+        self._writer.finish()
+        super().close()
+
+    def write_directly(self) -> None:
+        """From now on, write each record in the logging thread (a forked child,
+        which has no writing thread)."""
+        self._direct = True
+
+
+_LIVE: weakref.WeakSet[Queued] = weakref.WeakSet()
+"""Every :class:`Queued` handler, for a forked child to write directly."""
+
+
+def _after_fork() -> None:
+    for handler in list(_LIVE):
+        handler.write_directly()
+
+
+os.register_at_fork(after_in_child=_after_fork)
 
 
 def configure(level: str = "info", fmt: str = "text", stream: TextIO | None = None) -> None:
     """Send every log record at ``level`` or above to ``stream`` (stderr) in
-    ``fmt``; replaces handlers installed before, so it may be called again."""
-    handler = logging.StreamHandler(stream or sys.stderr)
-    handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
+    ``fmt``, through a writing thread (see above); replaces handlers installed
+    before, so it may be called again."""
+    target = logging.StreamHandler(stream or sys.stderr)
+    target.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
-    root.addHandler(handler)
+        if isinstance(old, Queued):
+            old.close()
+    root.addHandler(Queued(target))
     root.setLevel(level.upper())
     # The connection pool warns of each failed reconnection attempt, a dozen
     # times per outage; tenure reports the operations that fail, in its words.

@@ -215,7 +215,7 @@ def test_worker_registers_itself_shows_what_it_holds_and_leaves_on_sigterm(  # t
     assert store.worker_list() == []
 
 
-STARTED = re.compile(r"INFO tenure.worker task (\S+) (\S+) attempt=(\d+)/\d+ started$")
+STARTED = re.compile(r"DEBUG tenure.worker task (\S+) (\S+) attempt=(\d+)/\d+ started$")
 SUCCEEDED = re.compile(
     r"INFO tenure.worker task (\S+) (\S+) attempt=(\d+)/\d+ succeeded in (\S+)s$"
 )
@@ -224,7 +224,7 @@ SUCCEEDED = re.compile(
 def test_worker_logs_each_start_and_ending_with_id_name_attempt_and_duration(  # type: ignore[no-untyped-def]
     store: Store, start
 ) -> None:
-    worker = start()
+    worker = start("--log-level", "DEBUG")  # starts are DEBUG lines; endings say the rest
     naps, fails = basic.naps.name, basic.always_fails.name
     napped = enqueue(store, basic.naps, 0.2)
     failed = enqueue(store, basic.always_fails)

@@ -56,7 +56,7 @@ class Completer:
         # handed back by the supervisor once the leases lapse and run again.
         self.give_up = give_up or threading.Event()
         self.teller = teller or Teller(store, Hooks())
-        self._queue: queue.Queue[tuple[Held, Ending] | None] = queue.Queue()
+        self._queue: queue.SimpleQueue[tuple[Held, Ending] | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._loop, name="tenure-completer", daemon=True)
         self.on_written: Callable[[], None] = lambda: None
 
@@ -143,8 +143,7 @@ class Completer:
                         "%d endings not written: their tasks run again after their leases lapse",
                         len(items),
                     )
-                    for held, _, _ in items:
-                        self.holdings.drop(held)
+                    self.holdings.drop_all([held for held, _, _ in items])
                     return
                 pause = min(pause * 2, RETRY_PAUSE_MAX)
             except TenureError:  # refused as a whole (a bug, or bad input): never fatal here
@@ -153,19 +152,19 @@ class Completer:
                     "after their leases lapse",
                     len(items),
                 )
-                for held, _, _ in items:
-                    self.holdings.drop(held)
+                self.holdings.drop_all([held for held, _, _ in items])
                 return
-        for (held, ending, delay), outcome in zip(items, outcomes, strict=True):
-            try:
-                if isinstance(outcome, TenureError):
-                    self.teller.discarded(held, outcome)
-                else:
-                    self.teller.ended(held, ending, outcome, delay)
-            except Exception:  # telling must never keep an ending from being settled
-                log.exception("telling the ending of task %s failed", held.task.id)
-            finally:
-                self.holdings.drop(held)
+        try:
+            for (held, ending, delay), outcome in zip(items, outcomes, strict=True):
+                try:
+                    if isinstance(outcome, TenureError):
+                        self.teller.discarded(held, outcome)
+                    else:
+                        self.teller.ended(held, ending, outcome, delay)
+                except Exception:  # telling must never keep an ending from being settled
+                    log.exception("telling the ending of task %s failed", held.task.id)
+        finally:
+            self.holdings.drop_all([held for held, _, _ in items])
 
 
 def failure_of(held: Held, ending: Raised, policy: Backoff) -> Failure:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from tenure.task import Lease, Task
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Held:
     """One reserved task. ``running`` turns true when an executor claims it (a
     prefetched task waits until then); ``ended`` turns true once, when the first
@@ -60,17 +60,23 @@ class Holdings:
         return self._waiting
 
     def add(self, held: Held) -> None:
-        """Hold a new reservation. One of the same task still unfinished here
-        lost its lease (revoked or cancelled, then reserved anew by this very
-        worker before a keepalive told it so): it is ended, so its execution,
-        should it ever report, is ignored and never written under the new lease."""
+        """Hold a new reservation (see :meth:`add_all`)."""
+        self.add_all([held])
+
+    def add_all(self, helds: list[Held]) -> None:
+        """Hold new reservations, a whole reservation's under one lock. One of
+        the same task still unfinished here lost its lease (revoked or cancelled,
+        then reserved anew by this very worker before a keepalive told it so):
+        it is ended, so its execution, should it ever report, is ignored and
+        never written under the new lease."""
         with self._lock:
-            old = self._held.get(held.task.id)
-            if old is not None and not old.ended:
-                self._mark_ended(old)
-            self._held[held.task.id] = held
-            self._unfinished += 1
-            self._waiting += 1
+            for held in helds:
+                old = self._held.get(held.task.id)
+                if old is not None and not old.ended:
+                    self._mark_ended(old)
+                self._held[held.task.id] = held
+            self._unfinished += len(helds)
+            self._waiting += len(helds)
 
     def get(self, task_id: str) -> Held | None:
         with self._lock:
@@ -109,11 +115,16 @@ class Holdings:
 
     def drop(self, held: Held) -> None:
         """Forget ``held`` (its ending was written, or its lease is gone)."""
+        self.drop_all([held])
+
+    def drop_all(self, helds: list[Held]) -> None:
+        """Forget ``helds``, a batch of written endings under one lock."""
         with self._lock:
-            if self._held.get(held.task.id) is held:
-                if not held.ended:
-                    self._mark_ended(held)
-                del self._held[held.task.id]
+            for held in helds:
+                if self._held.get(held.task.id) is held:
+                    if not held.ended:
+                        self._mark_ended(held)
+                    del self._held[held.task.id]
             self.changed.notify_all()
 
     def _mark_ended(self, held: Held) -> None:

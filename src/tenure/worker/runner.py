@@ -163,10 +163,18 @@ def _checked(registry: Registry, result: Any, *, awaited: bool) -> Ending:
         result.close()
         return Raised(TaskError("InvalidResult", _coroutine_result(awaited)), final=True)
     try:
-        encoded = serializer.dumps(result, "result", registry.max_payload_bytes)
+        if result is None:  # most tasks return nothing: its JSON is made once
+            encoded = NOTHING
+            serializer.check_size(NOTHING.size, "result", registry.max_payload_bytes)
+        else:
+            encoded = serializer.dumps(result, "result", registry.max_payload_bytes)
     except InvalidInput as exc:
         return Raised(TaskError("InvalidResult", str(exc)), final=True)
     return Succeeded(result, encoded)
+
+
+NOTHING = serializer.dumps(None, "result")
+"""The checked JSON of a task that returned ``None``."""
 
 
 def _coroutine_result(awaited: bool) -> str:

@@ -98,10 +98,10 @@ class Teller:
             self.later(partial(self.hooks.fire, outcome))
 
     def started(self, held: Held) -> None:
-        """The execution of ``held`` begins."""
+        """The execution of ``held`` begins: a DEBUG line (its ending says the rest)."""
         task = held.task
-        if log.isEnabledFor(logging.INFO):  # a line per task: built only if shown
-            log.info(
+        if log.isEnabledFor(logging.DEBUG):  # a line per task: built only if shown
+            log.debug(
                 "task %s %s attempt=%d/%d started",
                 task.id,
                 task.name,
@@ -114,16 +114,14 @@ class Teller:
 
     def ended(self, held: Held, ending: Ending, state: TaskState, delay: float | None) -> None:
         """The store accepted ``ending``; the task is now ``state.status``."""
-        if isinstance(ending, Succeeded) and not self.hooks and not log.isEnabledFor(logging.INFO):
-            return  # the common case at WARNING: nothing to tell, nothing to build
+        if isinstance(ending, Succeeded):
+            self._succeeded(held, ending, state)
+            return
         task, duration = held.task, round(time.monotonic() - held.started, 6)
         head = f"task {task.id} {task.name} attempt={task.attempts}/{task.max_attempts}"
         extra = fields(task, duration=duration, status=str(state.status))
         kind: HookKind
-        if isinstance(ending, Succeeded):
-            kind = "succeeded"
-            log.info("%s succeeded in %.3fs", head, duration, extra=extra)
-        elif isinstance(ending, Snoozed):
+        if isinstance(ending, Snoozed):
             kind, delay = "snoozed", ending.seconds
             log.info("%s snoozed for %gs (no attempt spent)", head, ending.seconds, extra=extra)
         else:
@@ -131,8 +129,39 @@ class Teller:
             _failure(head, ending, kind, delay, extra)
         if self.hooks:
             error = ending.error if isinstance(ending, Raised) else None
-            result = ending.result if isinstance(ending, Succeeded) else None
-            self.fire(Outcome(kind, task, error, result, delay, duration))
+            self.fire(Outcome(kind, task, error, None, delay, duration))
+
+    def _succeeded(self, held: Held, ending: Succeeded, state: TaskState) -> None:
+        """The most frequent line of all, one per task: nothing is built for it
+        unless it is shown, and its message is formatted where it is written."""
+        telling = log.isEnabledFor(logging.INFO)
+        if not telling and not self.hooks:
+            return
+        task, duration = held.task, round(time.monotonic() - held.started, 6)
+        if telling:
+            record = log.makeRecord(
+                log.name,
+                logging.INFO,
+                __file__,
+                SUCCEEDED_LINE,
+                "task %s %s attempt=%d/%d succeeded in %.3fs",
+                (task.id, task.name, task.attempts, task.max_attempts, duration),
+                None,
+                "_succeeded",
+            )
+            # What ``extra=`` would add, without ``Logger.info``'s look up the
+            # stack for the caller, which costs as much as the rest: it is here.
+            record.__dict__.update(
+                task_id=task.id,
+                task_name=task.name,
+                topic=task.topic,
+                attempt=task.attempts,
+                duration=duration,
+                status=str(state.status),
+            )
+            log.handle(record)
+        if self.hooks:
+            self.fire(Outcome("succeeded", task, None, ending.result, None, duration))
 
     def discarded(self, held: Held, refusal: TenureError) -> None:
         """An ending or a keepalive of ``held`` was refused: its lease is gone.
@@ -159,6 +188,10 @@ class Teller:
             refusal,
             extra=fields(task, error=str(refusal)),
         )
+
+
+SUCCEEDED_LINE = Teller._succeeded.__code__.co_firstlineno
+"""Where a task's success line is logged from, as its record says."""
 
 
 def _guarded(job: Callable[[], None]) -> None:

@@ -19,6 +19,7 @@ another worker can start it; a second signal skips the wait.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import threading
@@ -113,6 +114,9 @@ class Worker:
         self._hurry = threading.Event()
         self._stop_reasons: list[str] = []
         self._reserve_failures = 0  # in a row
+        # The fetch loop's last reckoning of its slots, and of the free ones it
+        # waits for before it reserves while tasks wait at hand.
+        self._slots, self._enough = self.concurrency, 1
         self.started = threading.Event()
 
     @staticmethod
@@ -147,12 +151,15 @@ class Worker:
         """Work until stopped; return the process exit code (0 on a clean stop)."""
         restore = self._install_signals()
         try:
-            store = self._open_store()
-            if store is not None:
-                self._work(store)
+            try:
+                store = self._open_store()
+                if store is not None:
+                    self._work(store)
+            finally:
+                restore()
+            log.info("worker %s stopped", self.owner)
         finally:
-            restore()
-        log.info("worker %s stopped", self.owner)
+            flush_logs()
         return 0
 
     def _open_store(self) -> Store | None:
@@ -216,26 +223,34 @@ class Worker:
             if self.holdings.end(held):
                 self.prefetch.ran(time.monotonic() - held.started)
                 completer.put(held, ending)
-                self._wake.set()  # a slot is free: reserve while the ending is written
+                # A slot is free: the loop reserves while the ending is written,
+                # if it would now; not woken for every ending while tasks wait.
+                if self._reserve_now(self._slots - self.holdings.unfinished()):
+                    self._wake.set()
 
         while not self._stopping.is_set():
             # Clear before looking: a wake-up (a slot freed, a task enqueued) that
             # comes after the look is kept for the wait below, never lost.
             self._wake.clear()
             slots = self.concurrency + self.prefetch.ahead
+            self._slots, self._enough = slots, max(1, slots // 4)
             free = slots - self.holdings.unfinished()
             tasks: list[Task] = []
-            # While tasks wait at hand, reserve only once a quarter of the slots
-            # is free: fewer, bigger reservations instead of one per ending. And
-            # never while the store is slow to take the endings: work done
+            # Never reserve while the store is slow to take the endings: work done
             # faster than it is recorded would pile up in memory.
             behind = self.holdings.unwritten() >= max(slots, ENDINGS_BATCH)
-            if free > 0 and not behind and (free >= slots // 4 or not self.holdings.waiting()):
+            if not behind and self._reserve_now(free):
                 tasks = self._reserve(store, free)
-            for task in tasks:
-                self._start(task, executor, deliver)
+            self._start(tasks, executor, deliver)
             if not tasks or len(tasks) < free:
                 self._wake.wait(self.poll_interval)
+
+    def _reserve_now(self, free: int) -> bool:
+        """Whether to reserve for ``free`` slots: while tasks wait at hand, only
+        once a quarter of the slots is free, so that reservations are fewer and
+        bigger instead of one per ending. Asked by the loop, and by each ending,
+        which wakes the loop only then."""
+        return free >= self._enough or (free > 0 and not self.holdings.waiting())
 
     def _reserve(self, store: Store, limit: int) -> list[Task]:
         """Reserve up to ``limit`` tasks; while the store fails, wait longer after
@@ -266,17 +281,26 @@ class Worker:
         )
 
     def _start(
-        self, task: Task, executor: Executor, deliver: Callable[[Held, Ending], None]
+        self, tasks: list[Task], executor: Executor, deliver: Callable[[Held, Ending], None]
     ) -> None:
+        """Hold a reservation's tasks, all at once, and hand each to the executor."""
         now = time.monotonic()
-        lease = Lease(task.id, self.owner, task.lease_token or 0)
-        held = Held(task, lease, started=now, expires=now + self.lease)
-        self.holdings.add(held)
+        helds = [
+            Held(task, Lease(task.id, self.owner, task.lease_token or 0), now, now + self.lease)
+            for task in tasks
+        ]
+        self.holdings.add_all(helds)
+        for held in helds:
+            self._submit(held, executor, deliver)
+
+    def _submit(
+        self, held: Held, executor: Executor, deliver: Callable[[Held, Ending], None]
+    ) -> None:
         # The execution reports as this reservation, never by task id alone: an
         # older execution of the same task can neither start nor end this one.
         executor.submit(
-            task,
-            lease,
+            held.task,
+            held.lease,
             lambda _, ending: deliver(held, ending),
             lambda _: self._claim(held),
         )
@@ -390,6 +414,15 @@ class Worker:
                 signal.signal(sig, handler)
 
         return restore
+
+
+def flush_logs() -> None:
+    """Write out what the log handlers hold (those of the ``tenure`` command queue
+    records for a thread of their own): a worker's last lines, its shutdown line
+    or the error that ends it, are out before anything its caller prints next."""
+    for handler in logging.getLogger().handlers:
+        with contextlib.suppress(OSError, ValueError):  # a closed stream: as logging's own
+            handler.flush()
 
 
 def untakeable(

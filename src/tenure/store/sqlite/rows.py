@@ -8,9 +8,12 @@ tuples and frozensets and back, as ``postgres/rows.py`` does for PostgreSQL.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
-from datetime import datetime
+from collections.abc import Callable
+from datetime import UTC, datetime
+from operator import itemgetter
 from typing import Any
 
 from tenure import serializer
@@ -84,7 +87,8 @@ def epoch(moment: datetime | None) -> float | None:
 
 
 def moment(seconds: float | None) -> datetime | None:
-    return None if seconds is None else from_epoch(seconds)
+    """``from_epoch``, inline: a task read has six of these."""
+    return None if seconds is None else datetime.fromtimestamp(seconds, UTC)
 
 
 def insert_params(task: PreparedTask, now: float) -> dict[str, Any]:
@@ -118,41 +122,75 @@ def failure_params(failure: Failure) -> dict[str, Any]:
 
 
 def task_state(row: sqlite3.Row) -> TaskState:
-    return TaskState(row["id"], Status(row["status"]), row["attempts"], row["record_ver"])
+    return TaskState(row["id"], status(row["status"]), row["attempts"], row["record_ver"])
+
+
+def status(value: str) -> Status:
+    """A stored status, found by its value (``Status(value)`` for an unknown one)."""
+    return _STATUSES.get(value) or Status(value)
+
+
+_STATUSES = {str(s): s for s in Status}
 
 
 def task(row: sqlite3.Row) -> Task:
-    error = row["error"]
-    return Task(
-        id=row["id"],
-        topic=row["topic"],
-        sub_topic=row["sub_topic"],
-        name=row["name"],
-        status=Status(row["status"]),
-        data=serializer.loads(row["data"]),
-        result=serializer.loads(row["result"]),
-        error=None if error is None else TaskError.from_json(json.loads(error)),
-        group_id=row["group_id"],
-        description=row["description"],
-        priority=row["priority"],
-        attempts=row["attempts"],
-        max_attempts=row["max_attempts"],
-        tags=frozenset(json.loads(row["tags"])),
-        assignee=row["assignee"],
-        timeout=row["timeout"],
-        run_at=moment(row["run_at"]),
-        created_at=moment(row["created_at"]),
-        updated_at=moment(row["updated_at"]),
-        started_at=moment(row["started_at"]),
-        finished_at=moment(row["finished_at"]),
-        duration=row["duration"],
-        lease_owner=row["lease_owner"],
-        lease_expires_at=moment(row["lease_expires_at"]),
-        lease_token=row["lease_token"],
-        lease_seconds=row["lease_seconds"],
-        record_ver=row["record_ver"],
-        unique_key=row["unique_key"],
-    )
+    """A task from a ``tasks`` row. A worker reads hundreds per reservation: a
+    ``sqlite3.Row`` looks a name up by comparing it with each column's, so the
+    row's values are taken by position, all at once, in the order of
+    :class:`Task`'s fields, and only the columns kept as text are converted."""
+    values = list(_in_task_order(row)(row))
+    for index, convert in _CONVERSIONS:
+        values[index] = convert(values[index])
+    return Task(*values)
+
+
+TASK_FIELDS = tuple(field.name for field in dataclasses.fields(Task))
+"""The columns a task is read from: the ``tasks`` table's, named as its fields."""
+
+
+def _tags(text: str) -> frozenset[str]:
+    return _NO_TAGS if text == "[]" else frozenset(json.loads(text))
+
+
+def _error(text: str | None) -> TaskError | None:
+    return None if text is None else TaskError.from_json(json.loads(text))
+
+
+_NO_TAGS: frozenset[str] = frozenset()
+_TIMES = ("run_at", "created_at", "updated_at", "started_at", "finished_at", "lease_expires_at")
+_CONVERTERS: dict[str, Callable[[Any], Any]] = {
+    "status": status,
+    "data": serializer.loads,
+    "result": serializer.loads,
+    "error": _error,
+    "tags": _tags,
+    **dict.fromkeys(_TIMES, moment),
+}
+_CONVERSIONS = tuple((TASK_FIELDS.index(name), convert) for name, convert in _CONVERTERS.items())
+"""Where in a task's values a column kept as text or epoch is, and what makes it
+the field's value."""
+_READERS: dict[tuple[str, ...], Callable[[sqlite3.Row], tuple[Any, ...]]] = {}
+"""A reader of a task's values per set of columns (one per query that reads tasks)."""
+
+
+def _in_task_order(row: sqlite3.Row) -> Callable[[sqlite3.Row], tuple[Any, ...]]:
+    """What takes ``row``'s values in :data:`TASK_FIELDS` order, made once per
+    query's columns (names compared without case, as ``sqlite3.Row`` does)."""
+    columns = tuple(row.keys())
+    reader = _READERS.get(columns)
+    if reader is None:
+        lowered = [name.lower() for name in columns]
+        missing = [name for name in TASK_FIELDS if name not in lowered]
+        if missing:
+            raise IndexError(f"no column {missing[0]!r} to read a task from")
+        reader = itemgetter(*(lowered.index(name) for name in TASK_FIELDS))
+        if len(_READERS) < MAX_READERS:
+            _READERS[columns] = reader
+    return reader
+
+
+MAX_READERS = 64
+"""Column sets remembered at most (the store's queries have a handful)."""
 
 
 def unique_lock(row: sqlite3.Row) -> UniqueLock:

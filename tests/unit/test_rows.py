@@ -1,0 +1,63 @@
+"""Tasks read from rows by position: whatever the order, case and extra columns
+of a query, the task is the one its columns say; a missing column is an error."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from tenure import Status, TaskError, open_store
+from tenure.store import NewTask
+from tenure.store.postgres import rows as postgres_rows
+from tenure.store.sqlite import rows as sqlite_rows
+
+
+def test_sqlite_rows_are_read_by_name_whatever_the_query_s_columns(tmp_path: Path) -> None:
+    path = tmp_path / "r.db"
+    with open_store(f"sqlite:///{path}") as store:
+        created = store.task_create(
+            NewTask(topic="t", name="n", data={"args": [1], "kwargs": {}}, tags=frozenset({"x"}))
+        )
+    connection = sqlite3.connect(path)
+    connection.row_factory = sqlite3.Row
+    try:
+        columns = [row[1] for row in connection.execute("PRAGMA table_info(tasks)")]
+        shuffled = ", ".join(f'{name.upper()} AS "{name.upper()}"' for name in reversed(columns))
+        queries = ("SELECT * FROM tasks", f"SELECT 1 AS extra, {shuffled} FROM tasks")
+        read = [sqlite_rows.task(connection.execute(q).fetchone()) for q in queries]
+        assert read[0] == read[1] == created
+        assert read[0].tags == frozenset({"x"}) and read[0].status is Status.PENDING
+        narrow = connection.execute("SELECT id, status FROM tasks").fetchone()
+        with pytest.raises(IndexError, match="topic"):
+            sqlite_rows.task(narrow)
+    finally:
+        connection.close()
+
+
+def test_postgres_rows_convert_what_psycopg_does_not() -> None:
+    away = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone(timedelta(hours=2)))
+    row = {name: None for name in postgres_rows.TASK_FIELDS} | {
+        "id": "a",
+        "topic": "t",
+        "sub_topic": "default",
+        "name": "n",
+        "status": "failed",
+        "error": {"type": "E", "message": "m", "traceback": "tb"},
+        "priority": 0,
+        "attempts": 1,
+        "max_attempts": 1,
+        "tags": [],
+        "created_at": away,
+        "record_ver": 3,
+        "seq": 7,  # columns a task has no field for are left out
+    }
+    task = postgres_rows.task(row)
+    assert task.status is Status.FAILED and task.error == TaskError("E", "m", "tb")
+    assert task.tags == frozenset() and task.run_at is None
+    assert task.created_at == away and task.created_at.tzinfo is UTC
+    assert postgres_rows.task({**row, "tags": ["b", "a"]}).tags == frozenset({"a", "b"})
+    with pytest.raises(ValueError, match="sleeping"):
+        postgres_rows.task({**row, "status": "sleeping"})
