@@ -3,6 +3,7 @@ lives through ``pg_ctl restart -m immediate`` without being restarted itself."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -83,3 +84,37 @@ def _enqueue_once_back(store: Store, n: int) -> str:
         except StoreUnavailable:
             continue
     raise AssertionError("the store never took an enqueue after the restart")
+
+
+OUTAGE = 35.0
+"""Seconds the server stays down: long enough for a doubling wait between
+reconnection attempts (1, 2, 4 ... 32 s) to outgrow the recovery bound."""
+BACK_WITHIN = 10.0
+
+
+@pytest.mark.slow
+def test_a_worker_takes_work_within_ten_seconds_of_a_long_outage_ending(
+    cluster: PrivateCluster,
+) -> None:
+    """A worker's pool (and its retry pause) keeps trying often enough that a
+    server back after half a minute has the worker's next task done within
+    seconds."""
+    url = cluster.create_database("outage")
+    with open_store(url) as store:
+        worker = WorkerProcess(url, "--lease", "2", app="tests.apps.basic:app")
+        try:
+            first = enqueue(store, basic.add, 1, 1)
+            assert wait_until(store, first.id, lambda t: t.finished).status is Status.DONE
+
+            cluster.stop("immediate")
+            time.sleep(OUTAGE)  # the outage itself, not a wait for an outcome
+            cluster.start()
+            back = time.monotonic()
+
+            task_id = _enqueue_once_back(store, 2)
+            done = wait_until(store, task_id, lambda t: t.finished, timeout=30)
+            assert done.status is Status.DONE
+            took = time.monotonic() - back
+            assert took <= BACK_WITHIN, (took, worker.lines[-5:])
+        finally:
+            worker.stop()

@@ -34,7 +34,7 @@ from tenure.ids import default_owner
 from tenure.registry import Registry
 from tenure.store import ReserveParams, Store
 from tenure.store.types import WorkerInfo
-from tenure.store.url import OPEN_RETRY_MAX, describe_url, open_patiently
+from tenure.store.url import describe_url, open_patiently
 from tenure.task import Lease, Task
 from tenure.worker.completer import BATCH as ENDINGS_BATCH
 from tenure.worker.completer import Completer
@@ -60,6 +60,10 @@ log = logging.getLogger("tenure.worker")
 
 
 POOLS = ("threads", "processes", "async")
+RESERVE_RETRY_MAX = 5.0
+"""Seconds between two reservations while the store fails, at most: a server
+back after a long outage gets its workers back within this (and a log line
+every few seconds is no flood)."""
 
 
 class Worker:
@@ -254,12 +258,14 @@ class Worker:
 
     def _reserve(self, store: Store, limit: int) -> list[Task]:
         """Reserve up to ``limit`` tasks; while the store fails, wait longer after
-        each failure (one log line per step), so an outage is not a flood."""
+        each failure, up to :data:`RESERVE_RETRY_MAX` (one log line per step)."""
         began = time.monotonic()
         try:
             tasks = store.task_reserve(self._reserve_params(limit))
         except StoreError as exc:
-            pause = min(self.poll_interval * 2 ** min(self._reserve_failures, 20), OPEN_RETRY_MAX)
+            pause = min(
+                self.poll_interval * 2 ** min(self._reserve_failures, 20), RESERVE_RETRY_MAX
+            )
             self._reserve_failures += 1
             level = logging.WARNING if isinstance(exc, StoreUnavailable) else logging.ERROR
             log.log(level, "reserve failed (%s); retrying in %gs", exc, pause)

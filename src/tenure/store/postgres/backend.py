@@ -44,6 +44,7 @@ from tenure.store.postgres.driver import (
 )
 from tenure.store.postgres.eventlog import PostgresLog
 from tenure.store.postgres.notify import Listener, Listening
+from tenure.store.postgres.pooling import Pool
 from tenure.store.postgres.rows import Row
 from tenure.store.postgres.schema import Q
 from tenure.store.postgres.statements import Connection
@@ -103,7 +104,7 @@ class PostgresStore(Listening, PostgresLog, Store):
         with first_connection(url, role, connect_timeout) as conn:
             if migrate:
                 self.migrations_applied = schema.migrate_connection(conn)
-        self._pool: ConnectionPool[Connection] = ConnectionPool(
+        self._pool: ConnectionPool[Connection] = Pool(
             url,
             kwargs=connection_kwargs(url, role),
             configure=configure,
