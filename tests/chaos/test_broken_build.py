@@ -9,23 +9,21 @@ time, and the checker names exactly that promise.
 
 from __future__ import annotations
 
-import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from chaos.checker import Bounds, Verdict, check
+from chaos.checker import Verdict, check
 from chaos.evidence import gather
-from chaos.journal import SUFFIX
 from chaos.scenarios import Plan, run, tasks
 
 from tenure.store import open_store
+from tests.chaos import tampering
+from tests.chaos.tampering import Records
 
 pytestmark = pytest.mark.slow
 
-Records = list[dict[str, Any]]
 
 BROKEN = Plan(
     workers=2,
@@ -62,19 +60,7 @@ def clean_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def recheck(clean: Path, tmp_path: Path, tamper: Callable[[dict[str, Records]], None]) -> Verdict:
-    """Check the clean run's store against its journals as ``tamper`` left them."""
-    journals = tmp_path / "journals"
-    shutil.copytree(clean / "journals", journals)
-    files = {
-        p.name: [json.loads(line) for line in p.read_text().splitlines()]
-        for p in journals.glob(f"*{SUFFIX}")
-    }
-    tamper(files)
-    for name, records in files.items():
-        (journals / name).write_text("".join(json.dumps(r) + "\n" for r in records))
-    with open_store(f"sqlite:///{clean / 'chaos.db'}") as store:
-        evidence = gather(journals, store)
-    return check(evidence, Bounds(SMALL.lease, SMALL.cycle, SMALL.poll))
+    return tampering.recheck(clean, tmp_path, SMALL, tamper)
 
 
 def probes(files: dict[str, Records]) -> Records:
@@ -153,4 +139,4 @@ def test_a_line_that_does_not_parse_is_caught(clean_run: Path, tmp_path: Path) -
     journal.write_text("".join([*lines[:1], '{"k": "start", "task"\n', *lines[1:]]))
     with open_store(f"sqlite:///{clean_run / 'chaos.db'}") as store:
         evidence = gather(tmp_path / "journals", store)
-    assert check(evidence, Bounds(SMALL.lease, SMALL.cycle, SMALL.poll)).codes() == {"J"}
+    assert check(evidence, tampering.bounds(SMALL)).codes() == {"J"}

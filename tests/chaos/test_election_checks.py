@@ -10,12 +10,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from chaos.checker import Bounds, Verdict, check
+from chaos.checker import Verdict, check
 from chaos.election import slot_of
 from chaos.evidence import Evidence, gather
 from chaos.scenarios import SCENARIOS, run
 
 from tenure.store import open_store
+from tests.chaos import tampering
 
 pytestmark = pytest.mark.slow
 
@@ -34,8 +35,7 @@ def recheck(clean: Path, tamper: Callable[[Evidence], None]) -> Verdict:
     with open_store(f"sqlite:///{clean / 'chaos.db'}") as store:
         evidence = gather(clean / "journals", store)
     tamper(evidence)
-    bounds = Bounds(PLAN.lease, PLAN.cycle, PLAN.poll, leader_lease=PLAN.leader_lease)
-    return check(evidence, bounds)
+    return check(evidence, tampering.bounds(PLAN))
 
 
 def slot_ids(evidence: Evidence) -> list[str]:

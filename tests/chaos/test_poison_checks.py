@@ -6,24 +6,19 @@ promise."""
 
 from __future__ import annotations
 
-import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
-from chaos.checker import Bounds, Verdict, check
-from chaos.evidence import gather
-from chaos.journal import SUFFIX
+from chaos.checker import Verdict
 from chaos.poison import KINDS
 from chaos.scenarios import Plan, run, tasks
 
-from tenure.store import open_store
+from tests.chaos import tampering
+from tests.chaos.tampering import Records
 
 pytestmark = pytest.mark.slow
 
-Records = list[dict[str, Any]]
 HEALTHY = {"durations": (0.05, 0.15), "flaky": 0, "doomed": 0, "priorities": (0,)}
 DYING = tuple(kind for kind in KINDS if kind != "hang")
 SMALL = Plan(
@@ -58,18 +53,7 @@ def clean_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def recheck(clean: Path, tmp_path: Path, tamper: Callable[[dict[str, Records]], None]) -> Verdict:
-    journals = tmp_path / "journals"
-    shutil.copytree(clean / "journals", journals)
-    files = {
-        p.name: [json.loads(line) for line in p.read_text().splitlines()]
-        for p in journals.glob(f"*{SUFFIX}")
-    }
-    tamper(files)
-    for name, records in files.items():
-        (journals / name).write_text("".join(json.dumps(r) + "\n" for r in records))
-    with open_store(f"sqlite:///{clean / 'chaos.db'}") as store:
-        evidence = gather(journals, store)
-    return check(evidence, Bounds(SMALL.lease, SMALL.cycle, SMALL.poll))
+    return tampering.recheck(clean, tmp_path, SMALL, tamper)
 
 
 def every(files: dict[str, Records], kind: str) -> Records:

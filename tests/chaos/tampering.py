@@ -1,0 +1,44 @@
+"""Checking a clean run's evidence again after tampering with it: how the
+chaos tests show that each check reports what it is there to catch."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from chaos.checker import Bounds, Verdict, check
+from chaos.evidence import gather
+from chaos.journal import SUFFIX
+from chaos.scenarios import Plan
+
+from tenure.store import open_store
+
+Records = list[dict[str, Any]]
+"""One journal's lines, parsed."""
+
+
+def bounds(plan: Plan) -> Bounds:
+    """The bounds :func:`chaos.scenarios.run` checks ``plan``'s runs against."""
+    return Bounds(plan.lease, plan.cycle, plan.poll, leader_lease=plan.leader_lease)
+
+
+def recheck(
+    clean: Path, tmp_path: Path, plan: Plan, tamper: Callable[[dict[str, Records]], None]
+) -> Verdict:
+    """Check the clean SQLite run in ``clean`` (run with ``plan``) against a
+    copy of its journals, by file name, as ``tamper`` left them."""
+    journals = tmp_path / "journals"
+    shutil.copytree(clean / "journals", journals)
+    files = {
+        p.name: [json.loads(line) for line in p.read_text().splitlines()]
+        for p in journals.glob(f"*{SUFFIX}")
+    }
+    tamper(files)
+    for name, records in files.items():
+        (journals / name).write_text("".join(json.dumps(r) + "\n" for r in records))
+    with open_store(f"sqlite:///{clean / 'chaos.db'}") as store:
+        evidence = gather(journals, store)
+    return check(evidence, bounds(plan))
