@@ -1,15 +1,18 @@
 """Keeps held leases alive and ends executions that must not go on.
 
-One thread, ticking often:
+Two threads:
 - keepalive: every ``lease / 3`` seconds, all held leases are extended in one
   round trip. A refused extension (lease lost, expired, task cancelled) means
   someone else may own the task now: the execution is abandoned at once and its
   ending will never be written.
-- self-fencing: if the store could not be reached long enough for a lease to run
-  out by this process's own monotonic clock, the execution is abandoned too; the
-  supervisor will give the task to another worker.
-- timeouts: an execution past its task's timeout is abandoned and its attempt
-  failed with ``TimeoutError``.
+- the fence, ticking often, never waiting on the store:
+  - self-fencing: if the store could not be reached long enough for a lease to
+    run out by this process's own monotonic clock, the execution is abandoned
+    too; the supervisor will give the task to another worker. A round trip that
+    hangs (a network cut holds it until TCP gives up, many minutes later) must
+    not hold this back, hence a thread of its own.
+  - timeouts: an execution past its task's timeout is abandoned and its
+    attempt failed with ``TimeoutError``.
 """
 
 from __future__ import annotations
@@ -51,23 +54,27 @@ class Keepalive:
         self.finish = finish
         self.teller = teller or Teller(store, Hooks())
         self._stop = threading.Event()
+        self._fence = threading.Thread(target=self._fencing, name="tenure-fence", daemon=True)
         self._thread = threading.Thread(target=self._loop, name="tenure-keepalive", daemon=True)
 
     def start(self) -> None:
+        self._fence.start()
         self._thread.start()
 
     def close(self) -> None:
+        """Stop both threads; wait for a round trip under way at most one
+        interval (a hung one is left to its daemon thread)."""
         self._stop.set()
-        self._thread.join()
+        self._fence.join()
+        self._thread.join(self.interval)
+
+    def _fencing(self) -> None:
+        while not self._stop.wait(TICK):
+            self._expire(time.monotonic())
 
     def _loop(self) -> None:
-        next_keepalive = time.monotonic() + self.interval
-        while not self._stop.wait(TICK):
-            now = time.monotonic()
-            self._expire(now)
-            if now >= next_keepalive:
-                self.keepalive()
-                next_keepalive = time.monotonic() + self.interval
+        while not self._stop.wait(self.interval):
+            self.keepalive()
 
     def _expire(self, now: float) -> None:
         for held in self.holdings:

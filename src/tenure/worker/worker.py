@@ -244,8 +244,8 @@ class Worker:
             # faster than it is recorded would pile up in memory.
             behind = self.holdings.unwritten() >= max(slots, ENDINGS_BATCH)
             if not behind and self._reserve_now(free):
-                tasks = self._reserve(store, free)
-            self._start(tasks, executor, deliver)
+                tasks, asked = self._reserve(store, free)
+                self._start(tasks, asked, executor, deliver)
             if not tasks or len(tasks) < free:
                 self._wake.wait(self.poll_interval)
 
@@ -256,9 +256,11 @@ class Worker:
         which wakes the loop only then."""
         return free >= self._enough or (free > 0 and not self.holdings.waiting())
 
-    def _reserve(self, store: Store, limit: int) -> list[Task]:
-        """Reserve up to ``limit`` tasks; while the store fails, wait longer after
-        each failure, up to :data:`RESERVE_RETRY_MAX` (one log line per step)."""
+    def _reserve(self, store: Store, limit: int) -> tuple[list[Task], float]:
+        """Reserve up to ``limit`` tasks, and say when they were asked for (their
+        leases run from then, by this process's clock, whenever the answer
+        comes). While the store fails, wait longer after each failure, up to
+        :data:`RESERVE_RETRY_MAX` (one log line per step)."""
         began = time.monotonic()
         try:
             tasks = store.task_reserve(self._reserve_params(limit))
@@ -270,12 +272,22 @@ class Worker:
             level = logging.WARNING if isinstance(exc, StoreUnavailable) else logging.ERROR
             log.log(level, "reserve failed (%s); retrying in %gs", exc, pause)
             self._stopping.wait(pause)
-            return []
+            return [], began
         if self._reserve_failures:
             log.info("reserve works again after %d failures", self._reserve_failures)
             self._reserve_failures = 0
-        self.prefetch.reserved(time.monotonic() - began)
-        return tasks
+        took = time.monotonic() - began
+        if tasks and took >= self.lease:
+            # Held up past the leases it took (a network cut, a pause): others may
+            # run these tasks already; the supervisor takes them back.
+            log.warning(
+                "reserved %d task(s), but the answer took %.1fs, past their lease: not run",
+                len(tasks),
+                took,
+            )
+            return [], began
+        self.prefetch.reserved(took)
+        return tasks, began
 
     def _reserve_params(self, limit: int) -> ReserveParams:
         return ReserveParams(
@@ -287,12 +299,17 @@ class Worker:
         )
 
     def _start(
-        self, tasks: list[Task], executor: Executor, deliver: Callable[[Held, Ending], None]
+        self,
+        tasks: list[Task],
+        asked: float,
+        executor: Executor,
+        deliver: Callable[[Held, Ending], None],
     ) -> None:
-        """Hold a reservation's tasks, all at once, and hand each to the executor."""
-        now = time.monotonic()
+        """Hold a reservation's tasks (asked for at ``asked``), all at once, and
+        hand each to the executor."""
+        now, expires = time.monotonic(), asked + self.lease
         helds = [
-            Held(task, Lease(task.id, self.owner, task.lease_token or 0), now, now + self.lease)
+            Held(task, Lease(task.id, self.owner, task.lease_token or 0), now, expires)
             for task in tasks
         ]
         self.holdings.add_all(helds)

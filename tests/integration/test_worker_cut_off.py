@@ -1,0 +1,150 @@
+"""A worker cut off from PostgreSQL fences itself on time.
+
+A TCP proxy between a real worker process and the server forwards every byte
+until it is cut: then nothing passes either way and no connection closes, as
+when a host's network is cut (TCP would wait many minutes before it gave up).
+
+- The worker's round trips hang; its own monotonic clock must still end the
+  execution once its lease has run out, before the supervisor can give the
+  task to another worker.
+- A reservation whose answer is held up past the lease it took (here: cut as
+  the answer naming the task comes back, healed after another worker ran it)
+  must not run when it finally arrives.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+
+from tenure import Status
+from tenure.store import open_store
+from tests.apps import basic
+from tests.integration.workers import WorkerProcess, enqueue, wait_until
+
+LEASE = 2.0
+
+
+class Cable:
+    """A proxy to ``upstream`` that passes bytes until :attr:`cut` is set (by
+    the test, or by bytes containing :attr:`cut_at` passing), then holds them,
+    never closing anything, until :attr:`healed` is set."""
+
+    def __init__(self, upstream: tuple[str, int]) -> None:
+        self.upstream = upstream
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port: int = self.listener.getsockname()[1]
+        self.cut = threading.Event()
+        self.healed = threading.Event()
+        self.cut_at: bytes | None = None
+        self.ends: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(self.upstream)
+            self.ends += [client, server]
+            for one, other in ((client, server), (server, client)):
+                threading.Thread(target=self._pass, args=(one, other), daemon=True).start()
+
+    def _pass(self, source: socket.socket, sink: socket.socket) -> None:
+        while data := _recv(source):
+            if self.cut_at is not None and self.cut_at in data:
+                self.cut.set()
+            if self.cut.is_set():
+                self.healed.wait()
+            with contextlib.suppress(OSError):
+                sink.sendall(data)
+
+    def close(self) -> None:
+        self.healed.set()
+        self.listener.close()
+        for end in self.ends:
+            with contextlib.suppress(OSError):
+                end.shutdown(socket.SHUT_RDWR)
+            end.close()
+
+
+def _recv(end: socket.socket) -> bytes:
+    try:
+        return end.recv(65536)
+    except OSError:
+        return b""
+
+
+@pytest.fixture
+def cable(blank_postgres_url: str) -> Iterator[Cable]:
+    parts = urlsplit(blank_postgres_url)
+    made = Cable((parts.hostname or "127.0.0.1", parts.port or 5432))
+    yield made
+    made.close()
+
+
+def test_a_worker_whose_round_trips_hang_abandons_its_task_when_its_lease_runs_out(
+    blank_postgres_url: str, cable: Cable, tmp_path: Path
+) -> None:
+    parts = urlsplit(blank_postgres_url)
+    through = urlunsplit(parts._replace(netloc=f"{parts.username}@127.0.0.1:{cable.port}"))
+    gate, began = tmp_path / "gate", tmp_path / "began"
+    with open_store(blank_postgres_url) as store:
+        worker = WorkerProcess(
+            through, "--lease", str(LEASE), "--no-scheduler", app="tests.apps.basic:app"
+        )
+        try:
+            task = enqueue(store, basic.blocks, str(gate), "late", str(began))
+            wait_until(store, task.id, lambda t: t.status is Status.RUNNING)
+            wait_until(store, task.id, lambda _: began.exists())
+
+            cable.cut.set()  # every round trip of the worker hangs from now on
+
+            worker.wait_for_log("lease ran out", timeout=LEASE + 2)
+        finally:
+            cable.healed.set()
+            gate.touch()
+            worker.stop()
+
+
+def test_a_reservation_answered_after_its_lease_ran_out_is_not_run(
+    blank_postgres_url: str, cable: Cable, tmp_path: Path
+) -> None:
+    parts = urlsplit(blank_postgres_url)
+    through = urlunsplit(parts._replace(netloc=f"{parts.username}@127.0.0.1:{cable.port}"))
+    gate = tmp_path / "gate"
+    gate.touch()  # the task ends as soon as it runs, wherever
+    processes: list[WorkerProcess] = []
+    with open_store(blank_postgres_url) as store:
+        try:
+            cut_off = WorkerProcess(
+                through, "--lease", str(LEASE), "--no-scheduler", app="tests.apps.basic:app"
+            )
+            processes.append(cut_off)
+            new = basic.holds.new_task((str(gate),), {})
+            cable.cut_at = new.id.encode()
+            store.task_create(basic.holds.prepared(new))
+            # Reserved on the server; the answer is held in the cable.
+            wait_until(store, new.id, lambda t: t.status is Status.RUNNING)
+            assert cable.cut.is_set()
+            processes.append(
+                WorkerProcess(blank_postgres_url, "--lease", str(LEASE), app="tests.apps.basic:app")
+            )
+            done = wait_until(store, new.id, lambda t: t.finished, timeout=30)
+            assert done.status is Status.DONE and done.attempts == 2
+
+            cable.healed.set()  # the old answer arrives, long after its lease
+
+            cut_off.wait_for_log("past their lease: not run")
+            assert not [line for line in cut_off.lines if new.id in line and "attempt=" in line]
+        finally:
+            cable.healed.set()
+            for process in processes:
+                process.stop()
