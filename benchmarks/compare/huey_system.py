@@ -30,6 +30,7 @@ from huey import Huey, RedisHuey, SqliteHuey
 from huey.api import TaskWrapper
 
 from benchmarks.compare.system import URL_ENV, Progress, Settings, SQLiteFiles, System, record_start
+from benchmarks.suite.producers import Source
 
 CONSUMER_APP = "benchmarks.compare.huey_app.huey"
 NAME = "compare"
@@ -49,6 +50,12 @@ def build(url: str) -> tuple[Huey, TaskWrapper, TaskWrapper]:
     no_op = queue.task(name="compare.noop")(noop)
     mark = queue.task(name="compare.mark")(record_start)
     return queue, no_op, mark
+
+
+def producer(url: str) -> TaskWrapper:
+    """A producer of the many-producers measurement: a Huey on ``url``; calling
+    its no-op task enqueues one."""
+    return build(url)[1]
 
 
 class HueySystem(System):
@@ -106,6 +113,10 @@ class HueySystem(System):
             closing(sqlite3.connect(self.url)) as copy,
         ):
             source.backup(copy)
+
+    def producer(self) -> Source:
+        """Threads share one Huey (its storage keeps a connection per thread)."""
+        return Source(f"{__name__}:producer", (self.url,))
 
     def enqueue_mark(self, index: int) -> None:
         self.mark(index)

@@ -38,6 +38,7 @@ from benchmarks.compare.system import (
     System,
     record_start,
 )
+from benchmarks.suite.producers import Source
 
 FACTORY = "benchmarks.compare.pgqueuer_system:main"
 NOOP = "compare_noop"
@@ -66,6 +67,23 @@ async def main() -> AsyncIterator[PgQueuer]:
         yield pgq
     finally:
         await connection.close()
+
+
+class Producer:
+    """A producer of the many-producers measurement: its own connection and
+    event loop, enqueueing with ``Queries.enqueue``, one job per call."""
+
+    def __init__(self, url: str) -> None:
+        self.runner = asyncio.Runner()
+        self.connection = self.runner.run(asyncpg.connect(url))
+        self.queries = Queries(AsyncpgDriver(self.connection))
+
+    def __call__(self) -> None:
+        self.runner.run(self.queries.enqueue(NOOP, None))
+
+    def close(self) -> None:
+        self.runner.run(self.connection.close())
+        self.runner.close()
 
 
 class PgQueuerSystem(System):
@@ -105,6 +123,10 @@ class PgQueuerSystem(System):
     def enqueue_bulk(self, count: int) -> None:
         self._run(self.queries.enqueue([NOOP] * count, [None] * count, [0] * count))
         self.enqueued += count
+
+    def producer(self) -> Source:
+        """An asyncpg connection serves one caller at a time: one per thread."""
+        return Source(f"{__name__}:Producer", (self.url,), per_thread=True)
 
     def enqueue_mark(self, index: int) -> None:
         self._run(self.queries.enqueue(MARK, str(index).encode()))

@@ -8,6 +8,9 @@ cores). For each, with a fresh store per repetition:
 
 - enqueue: ``enqueue_single`` tasks from this process, one call each; then one
   bulk call of ``enqueue_bulk`` tasks (Huey has none: one call each, flagged);
+- many producers: ``enqueue_producers`` tasks from 8 threads of this process
+  and then from 4 processes, one call per task (``benchmarks.suite.producers``):
+  tasks/s and each call's latency, p50 and p99;
 - drain: ``drain`` no-op tasks already queued, then 1 worker process (then 2),
   timed outside the workers by polling the store, from the first task taken to
   the last one finished (the workers' start-up is not counted, but recorded);
@@ -40,7 +43,7 @@ from benchmarks.compare.huey_system import HueySystem
 from benchmarks.compare.pgqueuer_system import PgQueuerSystem
 from benchmarks.compare.system import MARKS_ENV, Settings, System, read_marks, start_workers
 from benchmarks.compare.tenure_system import Tenure
-from benchmarks.suite import RESULTS, machine
+from benchmarks.suite import RESULTS, machine, producers
 from benchmarks.suite.config import FULL, QUICK, Plan
 from benchmarks.suite.metrics import Metric, percentiles
 from benchmarks.suite.processes import wait_until
@@ -118,10 +121,16 @@ def measure(system: System, plan: Plan, folder: Path) -> list[Metric]:
     return [
         enqueue_each(system, plan),
         enqueue_bulk(system, plan),
+        *producers.measure_many(lambda: _fresh(system).producer(), plan),
         drain(system, plan, workers=1),
         drain(system, plan, workers=2),
         *pickup(system, plan, folder),
     ]
+
+
+def _fresh(system: System) -> System:
+    system.fresh()
+    return system
 
 
 def enqueue_each(system: System, plan: Plan) -> Metric:

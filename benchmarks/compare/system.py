@@ -23,6 +23,7 @@ import psycopg
 from psycopg import sql
 
 from benchmarks.suite.processes import Workers
+from benchmarks.suite.producers import Source
 
 ROOT = Path(__file__).resolve().parents[2]
 MARKS_ENV = "TENURE_COMPARE_MARKS"
@@ -96,6 +97,11 @@ class System(ABC):
         """A backlog of ``count`` no-op tasks, the fastest way the system has."""
         for first in range(0, count, CHUNK):
             self.enqueue_bulk(min(CHUNK, count - first))
+
+    @abstractmethod
+    def producer(self) -> Source:
+        """How a producer thread or process of the many-producers measurement
+        enqueues one no-op task per call on the current store."""
 
     @abstractmethod
     def enqueue_mark(self, index: int) -> None:

@@ -7,8 +7,8 @@ Workers are real ``tenure worker`` processes, as a deployment starts them:
 scheduler either), ``--concurrency 4`` (the default, made explicit: 4
 threads), the default prefetch (following the work), the default idle
 wake-ups (LISTEN/NOTIFY on PostgreSQL; on SQLite, the database's change
-counter), ``--log-level WARNING`` (no log line per task). SQLite runs with
-tenure's own settings (WAL, synchronous FULL).
+counter), the default log level (INFO: a line per task ending, written to a
+file). SQLite runs with tenure's own settings (WAL, synchronous FULL).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from benchmarks.compare.system import (
     System,
     record_start,
 )
+from benchmarks.suite.producers import Source
 from tenure import App, Status, __version__
 from tenure.function import TaskFunction
 from tenure.store import TaskFilter
@@ -47,6 +48,19 @@ def build(url: str | None) -> tuple[App, TaskFunction[[], None], TaskFunction[[i
 
 app = build(None)[0]
 """What the worker processes run (``--app benchmarks.compare.tenure_system:app``)."""
+
+
+class Producer:
+    """A producer of the many-producers measurement: an App of its own on ``url``."""
+
+    def __init__(self, url: str) -> None:
+        self.app, self.noop, _ = build(url)
+
+    def __call__(self) -> None:
+        self.noop.enqueue()
+
+    def close(self) -> None:
+        self.app.close()
 
 
 class Tenure(System):
@@ -83,6 +97,10 @@ class Tenure(System):
     def enqueue_bulk(self, count: int) -> None:
         self.noop.enqueue_many([()] * count)
 
+    def producer(self) -> Source:
+        """Threads share one App (its pool), as a threaded server's do."""
+        return Source(f"{__name__}:Producer", (self.url,))
+
     def enqueue_mark(self, index: int) -> None:
         self.mark.enqueue(index)
 
@@ -98,7 +116,6 @@ class Tenure(System):
         return [
             *(sys.executable, "-m", "tenure", "worker", "--app", APP_PATH, "--url", self.url),
             *("--no-scheduler", "--concurrency", str(CONCURRENCY)),
-            *("--log-level", "WARNING"),
         ]
 
     def facts(self) -> dict[str, Any]:

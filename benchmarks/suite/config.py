@@ -14,6 +14,8 @@ class Sizes:
     """Tasks enqueued one call each."""
     enqueue_bulk: int = 1_000
     """Tasks in the one ``enqueue_many`` call."""
+    enqueue_producers: int = 4_000
+    """Tasks enqueued one call each by many producers together (threads, processes)."""
     drain: int = 20_000
     """Tasks queued before the workers start."""
     pickup: int = 200
@@ -41,6 +43,7 @@ FULL = Sizes()
 QUICK = Sizes(
     enqueue_single=100,
     enqueue_bulk=1_000,
+    enqueue_producers=200,
     drain=500,
     pickup=20,
     follow=50,

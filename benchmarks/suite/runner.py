@@ -32,6 +32,7 @@ from benchmarks.suite import (
     machine,
     memory,
     pickup,
+    producers,
     report,
     reserve,
 )
@@ -49,6 +50,7 @@ DEFAULT_OUTPUT = RESULTS / "latest.json"
 Measurement = Callable[[Target, Plan], list[Metric]]
 MEASUREMENTS: tuple[Measurement, ...] = (
     enqueue.measure,
+    producers.measure,
     drain.measure,
     pickup.measure,
     follow.measure,

@@ -20,6 +20,11 @@ FOLLOW = ("p50", "p90", "p99", "max", "delivered")
 EXPECTED = {
     "enqueue.single",
     "enqueue.bulk",
+    *(
+        f"enqueue.{shape}{cut}"
+        for shape in ("threads_8", "processes_4")
+        for cut in ("", ".p50", ".p99")
+    ),
     "drain.workers_1",
     "drain.workers_2",
     "pickup.p50",

@@ -51,6 +51,10 @@ POSTGRES_ONLY = {
     "analyze_tasks": "see stale_statistics",
     "analyze_events": "see stale_statistics",
     "listen": "wake-ups by LISTEN/NOTIFY; SQLite watches data_version",
+    "copy_tasks": "a large batch is streamed by COPY on PostgreSQL; SQLite inserts row by "
+    "row in one transaction, with no parse of a batch to save",
+    "transaction_now": "see copy_tasks: the rows COPY streams are stamped with the "
+    "transaction's clock, read first",
     "listen_events": "see listen",
     "fold_task_counts": "PostgreSQL keeps tallies (appended by its triggers, folded by the "
     "scheduler) so stats need not count millions of rows; SQLite counts its table when asked",

@@ -104,7 +104,10 @@ class Store(EventLog, Operating):
 
     def _prepare_many(self, tasks: Sequence[NewTask], now: datetime | None) -> list[PreparedTask]:
         """``tasks`` checked and encoded, as every create stores them."""
-        prepared = [self._prepare(task, index, len(tasks)) for index, task in enumerate(tasks)]
+        prepared: list[PreparedTask] = []
+        for index, new in enumerate(tasks):
+            like = (tasks[index - 1], prepared[-1]) if index else None
+            prepared.append(self._prepare(new, index, len(tasks), like))
         seen: set[str] = set()
         for task in prepared:
             if task.id in seen:
@@ -114,9 +117,15 @@ class Store(EventLog, Operating):
         refuse_shared_locks(prepared)
         return prepared
 
-    def _prepare(self, task: NewTask, index: int, count: int) -> PreparedTask:
+    def _prepare(
+        self,
+        task: NewTask,
+        index: int,
+        count: int,
+        like: tuple[NewTask, PreparedTask] | None = None,
+    ) -> PreparedTask:
         try:
-            return validate.prepare(task, self.max_payload_bytes)
+            return validate.prepare(task, self.max_payload_bytes, like)
         except InvalidInput as exc:
             if count == 1:
                 raise

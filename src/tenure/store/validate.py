@@ -125,8 +125,51 @@ def status(value: object, field: str = "status") -> Status:
         raise InvalidInput(field, f"unknown status {value!r}; expected one of {allowed}") from None
 
 
-def prepare(task: NewTask, max_payload_bytes: int) -> PreparedTask:
-    """Check every field of ``task`` and encode its data once."""
+SHARED_FIELDS = (
+    "topic",
+    "sub_topic",
+    "name",
+    "group_id",
+    "description",
+    "priority",
+    "max_attempts",
+    "tags",
+    "timeout",
+    "run_at",
+    "delay",
+)
+"""The fields of a task that the tasks of one batch usually share (a task
+function's declaration and options), checked once for a run of them."""
+
+
+def prepare(
+    task: NewTask, max_payload_bytes: int, like: tuple[NewTask, PreparedTask] | None = None
+) -> PreparedTask:
+    """Check every field of ``task`` and encode its data once.
+
+    ``like`` is the task before it in the batch, as given and as prepared: the
+    fields it holds the very same objects in (:data:`SHARED_FIELDS`) passed
+    their checks already, and are taken from it as they were prepared."""
+    if like is not None and all(
+        getattr(task, name) is getattr(like[0], name) for name in SHARED_FIELDS
+    ):
+        shared = like[1]
+        return PreparedTask(
+            new_id() if task.id is None else text(task.id, "id"),
+            shared.topic,
+            shared.sub_topic,
+            shared.name,
+            serializer.dumps(task.data, "data", max_payload_bytes),
+            shared.group_id,
+            shared.description,
+            shared.priority,
+            shared.max_attempts,
+            shared.tags,
+            shared.timeout,
+            shared.run_at,
+            shared.delay,
+            None if task.unique is None else unique_rule(task.unique),
+        )
     if task.run_at is not None and task.delay is not None:
         raise InvalidInput("delay", "give run_at or delay, not both")
     timeout = None if task.timeout is None else seconds(task.timeout, "timeout")

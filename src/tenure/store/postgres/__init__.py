@@ -3,6 +3,8 @@
 ``backend`` holds the store; ``statements`` runs its SQL (batches, savepoints
 on a caller's connection); ``schema`` applies the numbered migrations;
 ``notify`` turns LISTEN/NOTIFY into :meth:`~tenure.store.base.Store.task_wait`
-wake-ups; ``driver`` turns psycopg's errors into tenure's; ``rows`` converts
-between rows and tasks. All SQL lives in ``queries.sql`` and ``migrations/``.
+wake-ups; ``driver`` turns psycopg's errors into tenure's; ``pooling`` keeps
+reconnecting often while the server is away; ``copying`` streams large batches
+of new tasks with ``COPY``; ``rows`` converts between rows and tasks. All SQL
+lives in ``queries.sql`` and ``migrations/``.
 """

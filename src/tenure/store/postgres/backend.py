@@ -7,7 +7,8 @@ connection broke while the commit was under way, may have committed: it is
 reported as :class:`~tenure.errors.StoreUnavailable`, never as a success).
 Batches travel as arrays in one statement; the rare batch that names the same
 task twice, or is too large for one statement, runs as several statements in
-one explicit transaction (see ``statements``).
+one explicit transaction (see ``statements``). A large batch of new tasks is
+streamed with ``COPY`` in one transaction (see ``copying``).
 
 Times come from the database's clock unless the caller passes ``now``, so the
 clocks of the machines sharing the store never need to agree. Reservers skip
@@ -33,7 +34,7 @@ from tenure.errors import ConfigError, LeaseLost
 from tenure.store import validate
 from tenure.store.backend import AFTER_ALL, Listing, Positioned
 from tenure.store.base import Store
-from tenure.store.postgres import rows, schema, statements
+from tenure.store.postgres import copying, rows, schema, statements
 from tenure.store.postgres.driver import (
     configure,
     connection_kwargs,
@@ -184,6 +185,12 @@ class PostgresStore(Listening, PostgresLog, Store):
     def _task_create_many(
         self, tasks: list[PreparedTask], now: datetime | None, connection: Any
     ) -> list[Task]:
+        if copying.copyable(tasks):
+            if connection is None:
+                with self._connection() as conn:
+                    return copying.copy_insert(conn, tasks, now)
+            with translated():
+                return copying.copy_insert(statements.callers(connection), tasks, now)
         batch = statements.insert_of(tasks, now)
         if connection is None:
             with self._connection() as conn:

@@ -61,6 +61,20 @@ FROM ROWS FROM (json_to_recordset(%(tasks)s::json) AS (
 ORDER BY n.ord
 RETURNING t.id, t.created_at, t.run_at;
 
+-- A large batch without server-computed run times, streamed (see copying.py):
+-- every column given, so nothing is computed per row. The statement triggers
+-- see the rows as they see an INSERT's.
+-- name: copy_tasks
+COPY tasks (
+    id, topic, sub_topic, name, status, data, group_id, description, priority,
+    max_attempts, tags, timeout, run_at, created_at, updated_at,
+    unique_key, unique_lock, unique_on_conflict, unique_ttl, unique_retry_in
+) FROM STDIN;
+
+-- The transaction's clock, which a COPY's rows are stamped with.
+-- name: transaction_now
+SELECT now() AS now;
+
 -- name: existing_ids
 SELECT id FROM tasks WHERE id = ANY(%(ids)s::text[]);
 

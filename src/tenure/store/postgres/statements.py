@@ -21,7 +21,7 @@ same decisions between them.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, nullcontext
 from datetime import datetime
 from typing import Any, NamedTuple, TypeVar
@@ -172,10 +172,16 @@ def insert(conn: Connection, batch: Insert) -> list[Row]:
     the one the insert began holds nothing of theirs: after a refusal it is
     rolled back, leaving the connection as it was found.
     """
+    return guarded(conn, batch.ids, batch.several, lambda: run(conn, inserting(batch)))
+
+
+def guarded(conn: Connection, ids: Sequence[str], several: bool, write: Callable[[], T]) -> T:
+    """Run ``write`` (an insert of the tasks ``ids``) all-or-nothing on ``conn``,
+    with :func:`insert`'s refusals and its care of the caller's connection."""
     began = _begins(conn)
     try:
-        with atomic(conn, batch.several):
-            return run(conn, inserting(batch))
+        with atomic(conn, several):
+            return write()
     except (UniqueConflict, psycopg.Error) as exc:
         if began:
             conn.rollback()
@@ -186,7 +192,7 @@ def insert(conn: Connection, batch: Insert) -> list[Row]:
             with contextlib.suppress(Exception):
                 conn.rollback()
         raise
-    refusal = run(conn, duplicate(batch.ids))
+    refusal = run(conn, duplicate(ids))
     if began:
         conn.rollback()
     raise refusal

@@ -9,6 +9,7 @@ tuples and frozensets and back, as ``postgres/rows.py`` does for PostgreSQL.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import sqlite3
 from collections.abc import Callable
@@ -105,12 +106,22 @@ def insert_params(task: PreparedTask, now: float) -> dict[str, Any]:
         "description": task.description,
         "priority": task.priority,
         "max_attempts": task.max_attempts,
-        "tags": json.dumps(list(task.tags)),
+        "tags": _tags_json(task.tags),
         "timeout": task.timeout,
         "run_at": run_at,
         "now": now,
-        **unique_columns(task.unique),
+        **(_NO_UNIQUE if task.unique is None else unique_columns(task.unique)),
     }
+
+
+_NO_UNIQUE = unique_columns(None)
+
+
+@functools.lru_cache(maxsize=256)
+def _tags_json(tags: tuple[str, ...]) -> str:
+    """A task's tags as stored: encoded once per set of tags (a batch's tasks
+    usually share theirs)."""
+    return json.dumps(list(tags))
 
 
 def failure_params(failure: Failure) -> dict[str, Any]:
