@@ -21,8 +21,14 @@ the people who work on tenure.
 - :mod:`chaos.election`: the App whose periodic task the schedulers enqueue;
 - :mod:`chaos.harness`'s :class:`~chaos.harness.Harness` also stands several
   scheduler candidates and runs workers on the process pool;
-- :mod:`chaos.checker`: the invariants I1-I8 and the figures, with the poison
-  checks of :mod:`chaos.deaths` and the election checks of :mod:`chaos.elections`;
+- :mod:`chaos.follower`: an event follower that journals what it is given;
+- :mod:`chaos.netns`: network namespaces to cut a worker's host off;
+- :mod:`chaos.sessions`: the PostgreSQL sessions to terminate, by process;
+- :mod:`chaos.uniques`: the unique tasks, one per lock phase and strategy;
+- :mod:`chaos.checker`: the invariants I1-I8 and the figures (:mod:`chaos.verdict`),
+  with the checks kept beside their scenarios: :mod:`chaos.deaths` (poison),
+  :mod:`chaos.elections`, :mod:`chaos.deliveries` (followers),
+  :mod:`chaos.skews`, :mod:`chaos.partitions` and :mod:`chaos.locks`;
 - :mod:`chaos.scenarios`: the scenarios and their profiles.
 """
 
@@ -39,3 +45,9 @@ ROOT = Path(__file__).resolve().parents[1]
 class ChaosError(TenureError):
     """A scenario could not be run (a process would not start, a deadline passed
     before the condition it waited for)."""
+
+
+class CannotRunHere(ChaosError):
+    """A scenario needs what this machine lacks or forbids (a program, root to
+    mount a disk or make a network namespace): not run, and said so in one
+    line, rather than failed."""

@@ -1,5 +1,7 @@
 """``python -m chaos`` (what ``make chaos`` runs): every scenario on every store,
-one figure line each; exit code 1 if any invariant was violated.
+one figure line each; exit code 1 if any invariant was violated or a scenario
+could not be run (one this machine cannot run, for want of root or a program,
+is said in one line and skipped).
 
     python -m chaos [--quick] [--stores sqlite,postgres] [--only NAME[,NAME]]
                     [--postgres URL] [--keep]
@@ -26,7 +28,7 @@ from pathlib import Path
 from typing import NoReturn
 from urllib.parse import urlsplit, urlunsplit
 
-from chaos import ChaosError
+from chaos import CannotRunHere, ChaosError
 from chaos.scenarios import SCENARIOS, STORES, Outcome, Profile, run
 
 SHARED = os.environ.get("TENURE_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -119,6 +121,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         for store in (s for s in args.stores if s in SCENARIOS[name].stores):
             try:
                 outcome = run_one(name, store, profile, args)
+            except CannotRunHere as exc:
+                print(f"{name} {store}: not run here: {exc}", file=sys.stderr)
+                continue
             except ChaosError as exc:
                 print(f"{name} {store}: not run: {str(exc).splitlines()[0]}", file=sys.stderr)
                 failed = True

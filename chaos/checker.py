@@ -39,108 +39,48 @@ is read). Each violation names its invariant, its task and what was seen.
 - **S** and **E** (:mod:`chaos.elections`): every periodic slot enqueued
   exactly once across scheduler failovers; failover within leader lease + one
   cycle.
+- **F** and **G** (:mod:`chaos.deliveries`): every event of the log delivered
+  to every event follower, in order, with no gap or duplicate across the
+  followers' kills and the server's restarts.
+- **I8** on the monotonic clock (:mod:`chaos.skews`, :mod:`chaos.partitions`):
+  after a kill under skewed clocks, or a worker's host cut off, its executions
+  run again elsewhere within the same bound; **N** no write of a cut-off worker
+  accepted for a task run elsewhere, and it resumes work by itself.
+- **L1** to **L4** (:mod:`chaos.locks`): never two holders of a unique
+  task's lock; nothing of a rolled-back enqueue stored; each conflict strategy
+  as documented; no lock outlives its task.
 """
 
 from __future__ import annotations
 
+__all__ = ["Bounds", "Figures", "Verdict", "Violation", "check"]
+
 import math
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from itertools import pairwise
 
 from chaos.deaths import deaths, poison_tasks, throughput
+from chaos.deliveries import deliveries
 from chaos.elections import failovers, slots
 from chaos.evidence import Ack, Evidence, Execution, Life, as_seconds, owner_pid, reservations
+from chaos.locks import locks
+from chaos.partitions import partitions
+from chaos.skews import clocks
+from chaos.verdict import Bounds, Figures, Verdict, Violation
 from tenure.task import Status
 
-MARGIN = 1.5
-"""Seconds added to the I8 bound on a loaded machine (starved processes, slow fsyncs)."""
-SLACK = 0.25
-"""Seconds an execution's own record may come after its lease was given up."""
 STORE_SLACK = 1.0
 """Seconds between the harness reading the store's clock and its signal landing."""
 ENDED_AS = {"succeeded": Status.DONE, "retrying": Status.PENDING, "failed": Status.FAILED}
-
-
-@dataclass(frozen=True, slots=True)
-class Bounds:
-    """The scenario's settings that the time bounds derive from."""
-
-    lease: float
-    cycle: float
-    poll: float
-    margin: float = MARGIN
-    slack: float = SLACK
-    server_recovery: float = 10.0
-    throughput: float = 0.8
-    """T: the healthy throughput beside poison tasks, as a share of baseline's."""
-    leader_lease: float = 10.0
-    """T: the healthy throughput beside poison tasks, as a share of baseline's."""
-
-    @property
-    def keepalive(self) -> float:
-        return self.lease / 3
-
-    @property
-    def recovery(self) -> float:
-        """I8: lease + supervisor cycle + poll (+ margin)."""
-        return self.lease + self.cycle + self.poll + self.margin
-
-
-@dataclass(frozen=True, slots=True)
-class Violation:
-    code: str
-    task: str | None
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.code} {self.task or '-'}: {self.message}"
-
-
-@dataclass(slots=True)
-class Figures:
-    tasks: int = 0
-    stored: int = 0
-    kills: int = 0
-    pauses: int = 0
-    restarts: int = 0
-    lost: int = 0
-    dup_endings: int = 0
-    dup_executions: int = 0
-    in_flight_at_kill: int = 0
-    abandoned: int = 0
-    recovery: list[float] = field(default_factory=list)
-    abandon: list[float] = field(default_factory=list)
-    worker_recovery: list[float] = field(default_factory=list)
-    listen: list[float] = field(default_factory=list)
-    poison: int = 0
-    deaths: int = 0
-    poison_kinds: dict[str, int] = field(default_factory=dict)
-    throughput: tuple[float, float] | None = None
-    """T: healthy tasks a second (baseline phase, poison phase)."""
-    slots: int = 0
-    missing_slots: int = 0
-    failover: list[float] = field(default_factory=list)
-
-
-@dataclass(slots=True)
-class Verdict:
-    figures: Figures = field(default_factory=Figures)
-    violations: list[Violation] = field(default_factory=list)
-
-    def add(self, code: str, task: str | None, message: str) -> None:
-        self.violations.append(Violation(code, task, message))
-
-    def codes(self) -> set[str]:
-        return {v.code for v in self.violations}
 
 
 def check(evidence: Evidence, bounds: Bounds) -> Verdict:
     """Every invariant over ``evidence``; the figures of the run."""
     verdict = Verdict()
     steps = (_i1, _i2, _i3, _i4, _i5, _i6, _i7, _i8, _zombies, _servers, _processes)
-    for step in (*steps, deaths, throughput, slots, failovers):
+    extra = (deaths, throughput, slots, failovers, deliveries, clocks, partitions, locks)
+    for step in (*steps, *extra):
         step(evidence, bounds, verdict)
     _figures(evidence, verdict.figures)
     return verdict
@@ -350,7 +290,9 @@ def _i6(ev: Evidence, _: Bounds, out: Verdict) -> None:
 
 def _i7(ev: Evidence, _: Bounds, out: Verdict) -> None:
     for task in ev.tasks.values():
-        ceiling = ev.enqueued.get(task.id, task.priority)
+        # An enqueue in doubt (it raised, yet committed) has no priority on
+        # record: its first reservation's is the ceiling, never its final one.
+        ceiling = ev.enqueued.get(task.id, math.inf)
         for run in ev.executions.get(task.id, []):
             if run.priority > ceiling:
                 out.add(
@@ -468,7 +410,9 @@ def _processes(ev: Evidence, _: Bounds, out: Verdict) -> None:
 def _figures(ev: Evidence, figures: Figures) -> None:
     figures.tasks = len(ev.enqueued)
     figures.stored = len(ev.tasks)
-    figures.kills = sum(1 for life in ev.lives if life.killed is not None)
+    figures.kills = sum(
+        1 for life in ev.lives if life.killed is not None and life.role != "follower"
+    )
     figures.pauses = sum(len(life.pauses) for life in ev.lives)
     figures.restarts = len(ev.restarts)
     for runs in ev.executions.values():

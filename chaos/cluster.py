@@ -26,7 +26,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Literal
 
-from chaos import ChaosError
+from chaos import CannotRunHere, ChaosError
 
 BIN = Path("/usr/lib/postgresql/15/bin")
 INSTALL = "apt-get install postgresql-15"
@@ -47,7 +47,7 @@ shared_buffers = 32MB
 """
 
 
-class ClusterUnavailable(ChaosError):
+class ClusterUnavailable(CannotRunHere):
     """No private cluster can be made here; the message is one line saying why."""
 
 

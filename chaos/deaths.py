@@ -25,7 +25,7 @@ from chaos.poison import NAME
 from tenure.task import Status
 
 if TYPE_CHECKING:
-    from chaos.checker import Bounds, Verdict
+    from chaos.verdict import Bounds, Verdict
 
 DIED = ("exit", "segv", "hang")
 """Kinds whose attempt ends with its process killed or dead."""

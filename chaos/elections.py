@@ -21,7 +21,7 @@ from chaos.election import SLOT, slot_of
 from chaos.evidence import Evidence, Life
 
 if TYPE_CHECKING:
-    from chaos.checker import Bounds, Verdict
+    from chaos.verdict import Bounds, Verdict
 
 
 def slots(ev: Evidence, _: Bounds, out: Verdict) -> None:

@@ -9,6 +9,8 @@ and the store, turned into executions, endings, lifetimes and histories.
   it was spawned, killed, paused and resumed, and the server's restarts.
 - From the store, every task as it ended and every event of its log, in the
   order a follower sees them.
+- From the event followers' journals (:mod:`chaos.follower`), per slot, each
+  ``resume`` and each event delivered (``seen``), in the order they came.
 
 Times in journals are CLOCK_MONOTONIC seconds (``mono``); the store's are its own
 clock (``at``, and the ``store_at`` the harness read before each fault).
@@ -19,6 +21,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 from typing import TypeVar
 
@@ -105,6 +108,10 @@ class Evidence:
     """(name, mono) of each phase the harness began."""
     elections: list[tuple[int, int | None, float]] = field(default_factory=list)
     """(the deposed leader's pid, the new leader's pid, when the harness saw it)."""
+    log: list[str] = field(default_factory=list)
+    """The cursor of every event of the store's log, in the log's order."""
+    deliveries: dict[int, list[Record]] = field(default_factory=dict)
+    """Per follower slot, its ``resume`` and ``seen`` records in journal order."""
     drained: bool = False
     cut_short: int = 0
     unreadable: int = 0
@@ -123,7 +130,9 @@ def gather(folder: Path, store: Store) -> Evidence:
     _enqueued(reading, evidence)
     _faults(reading, evidence)
     _poisoned(reading, evidence)
-    evidence.tasks, evidence.events = read_store(store)
+    for r in reading.of_kind("resume", "seen"):
+        evidence.deliveries.setdefault(r["slot"], []).append(r)
+    evidence.tasks, evidence.events = read_store(store, evidence.log)
     return evidence
 
 
@@ -236,8 +245,11 @@ def _fault(life: Life, r: Record) -> None:
         life.exited = r["code"]
 
 
-def read_store(store: Store) -> tuple[dict[str, Task], dict[str, list[Event]]]:
-    """Every task, and every event grouped by task in the log's order."""
+def read_store(
+    store: Store, log: list[str] | None = None
+) -> tuple[dict[str, Task], dict[str, list[Event]]]:
+    """Every task, and every event grouped by task in the log's order (and
+    every event's cursor appended to ``log``, reports too)."""
     tasks: dict[str, Task] = {}
     cursor: str | None = None
     while True:
@@ -252,6 +264,8 @@ def read_store(store: Store) -> tuple[dict[str, Task], dict[str, list[Event]]]:
     while True:
         read = store.event_page(after=after, limit=1000)
         for event in read.events:
+            if log is not None:
+                log.append(event.cursor)
             if event.task_id:  # reports have none
                 events[event.task_id].append(event)
         if read.events:
@@ -274,8 +288,24 @@ def owner_pid(owner: str | None) -> int | None:
 
 
 def reservations(events: list[Event]) -> list[Event]:
-    """The events that granted a lease (into running)."""
-    return [e for e in events if e.to_status is Status.RUNNING]
+    """The events of a task (in the log's order) that granted a lease: into
+    running, except the starts a unique rule settled at once (see :func:`settled`)."""
+    unleased = set(settled(events))
+    return [e for i, e in enumerate(events) if e.to_status is Status.RUNNING and i not in unleased]
+
+
+def settled(events: list[Event]) -> list[int]:
+    """Indexes of the starts a unique task's lock settled (a conflict found as
+    it started): written as a transition into running followed, at the same
+    instant and by the same owner, by one out of it; no lease was handed out."""
+    return [
+        i
+        for i, (start, after) in enumerate(pairwise(events))
+        if start.to_status is Status.RUNNING
+        and after.from_status is Status.RUNNING
+        and after.at == start.at
+        and after.owner == start.owner
+    ]
 
 
 def as_seconds(event: Event) -> float:

@@ -70,6 +70,8 @@ class Setup:
     pool: str = "threads"
     schedulers: int = 1
     leader_lease: float = 10.0
+    followers: int = 0
+    """Event followers (:mod:`chaos.follower`) started beside the workers."""
 
     @property
     def journals(self) -> Path:
@@ -78,6 +80,17 @@ class Setup:
     @property
     def logs(self) -> Path:
         return self.folder / "logs"
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where one process runs: more environment (``env``) and a command its argv
+    goes after (``prefix``, e.g. ``ip netns exec NAME``, which must exec it so
+    the pid and the signals are the process's own). A process the monitor
+    starts again keeps its predecessor's placement."""
+
+    env: tuple[tuple[str, str], ...] = ()
+    prefix: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -90,6 +103,7 @@ class Child:
     faulted: bool = False
     paused: bool = False
     reaped: bool = False
+    placement: Placement = Placement()
 
 
 @dataclass(slots=True)
@@ -151,6 +165,8 @@ class Harness:
             self._spawn("scheduler")
         for _ in range(self.setup.workers):
             self._spawn("worker")
+        for _ in range(self.setup.followers):
+            self._spawn("follower")
         self._monitor.start()
         self.wait_for(
             lambda: self._registered(set(self.workers())), "every worker registered", ready_timeout
@@ -161,6 +177,8 @@ class Harness:
         s = self.setup
         tenure = [sys.executable, "-m", "tenure", role, "--app", s.app, "--url", s.url]
         tenure += ["--log-level", "WARNING"]
+        if role == "follower":
+            return [sys.executable, "-m", "chaos.follower", s.url]
         if role == "scheduler":
             return [*tenure, f"--interval={s.cycle}", f"--leader-lease={s.leader_lease}"]
         options = {"--lease": s.lease, "--poll": s.poll, "--concurrency": s.concurrency}
@@ -168,8 +186,14 @@ class Harness:
         given = [f"{k}={v}" for k, v in options.items()]
         return [*tenure, "--no-scheduler", f"--pool={s.pool}", *given]
 
-    def _spawn(self, role: str, argv: list[str] | None = None) -> Child:
-        env = {**os.environ, **dict(self.setup.env)}
+    def spawn(self, role: str, placement: Placement) -> int:
+        """Start one more process of ``role`` (worker, scheduler) at ``placement``; its pid."""
+        return self._spawn(role, placement=placement).process.pid
+
+    def _spawn(
+        self, role: str, argv: list[str] | None = None, placement: Placement = Placement()
+    ) -> Child:
+        env = {**os.environ, **dict(self.setup.env), **dict(placement.env)}
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
         env[FOLDER_VARIABLE] = str(self.setup.journals)
         with self._lock:
@@ -179,7 +203,7 @@ class Harness:
                 # A session of its own: a Ctrl-C meant for the harness reaches
                 # it alone, and it stops its processes itself.
                 process = subprocess.Popen(  # noqa: S603
-                    argv or self._argv(role),
+                    [*placement.prefix, *(argv or self._argv(role))],
                     cwd=ROOT,
                     env=env,
                     stdin=subprocess.DEVNULL,
@@ -187,7 +211,7 @@ class Harness:
                     stderr=stderr,
                     start_new_session=True,
                 )
-            child = Child(role, process, path)
+            child = Child(role, process, path, placement=placement)
             self._children.append(child)
             self.faults.write("spawn", role=role, pid=process.pid)
         return child
@@ -241,7 +265,7 @@ class Harness:
                         self._crashes += 1
                         self._last_crash = f"{child.role} exited ({code}): {tail.strip()}"
                     if child.faulted or self._crashes <= CRASH_RESTARTS:
-                        self._spawn(child.role)
+                        self._spawn(child.role, placement=child.placement)
                 self._in_flight.follow(self._tail.read())
 
     def workers(self) -> list[int]:
@@ -254,6 +278,15 @@ class Harness:
                 and c.process.poll() is None
                 and not c.faulted
                 and not c.paused
+            ]
+
+    def alive(self, role: str) -> list[int]:
+        """The pids of the processes of ``role`` alive and not paused now."""
+        with self._lock:
+            return [
+                c.process.pid
+                for c in self._children
+                if c.role == role and c.process.poll() is None and not c.faulted and not c.paused
             ]
 
     def holders(self, *, left: float = 0.0) -> list[int]:
@@ -280,12 +313,13 @@ class Harness:
 
     # -- faults -----------------------------------------------------------------------
 
-    def kill(self, pid: int) -> None:
-        """SIGKILL a worker (the monitor starts another in its place)."""
+    def kill(self, pid: int, *, stamp: bool = True) -> None:
+        """SIGKILL a worker (the monitor starts another in its place). ``stamp``
+        False writes no store time (where the store's times are not one clock)."""
         child = self._child(pid)
         with self._lock:
             child.faulted = True
-            self.faults.write("kill", pid=pid, store_at=self.store_time())
+            self.faults.write("kill", pid=pid, store_at=self.store_time() if stamp else None)
             os.kill(pid, signal.SIGKILL)
 
     def pause(self, pid: int) -> None:

@@ -10,6 +10,12 @@ raises is journaled as ``enq-error`` and its tasks count as never acknowledged;
 the producer tries again with new tasks until ``count`` were acknowledged or its
 deadline passes (exit code 1). A producer may be told to stop early: the file
 ``until`` names appears.
+
+A workload with ``keys`` makes a unique-task producer instead
+(:func:`produce_unique`): one enqueue at a time of a unique task of
+:mod:`chaos.uniques`, its rule and key drawn at random, each outcome journaled
+(stored, rejected, raised, rolled back), a share of them inside a transaction
+of its own that it rolls back.
 """
 
 from __future__ import annotations
@@ -17,13 +23,18 @@ from __future__ import annotations
 import json
 import os
 import random
+import sqlite3
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from typing import Any
 
+from chaos import uniques
 from chaos.journal import monotonic, of_process
 from chaos.probe import MAX_ATTEMPTS, app, poison_task, task
-from tenure.errors import TenureError
+from tenure.errors import TenureError, UniqueConflict
 
 ERROR_PAUSE = 0.2
 """Seconds between a failed enqueue and the next try (the server is restarting)."""
@@ -50,6 +61,11 @@ class Workload:
     """A file whose existence ends the producer early (after a whole batch)."""
     poison: tuple[str, ...] = ()
     """If given, poison tasks (:mod:`chaos.poison`) instead, of these kinds in turn."""
+    keys: int = 0
+    """If given, unique tasks (:mod:`chaos.uniques`) instead, one at a time, of
+    a rule and a key (of ``keys``) drawn at random."""
+    rollback: float = 0.0
+    """The share of unique tasks enqueued inside a transaction then rolled back."""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -111,9 +127,81 @@ def produce(url: str, workload: Workload) -> int:
     return 0
 
 
+def produce_unique(url: str, workload: Workload) -> int:
+    """Enqueue ``count`` unique tasks one by one, each of a rule and a key
+    drawn at random; journal each as ``enq`` (stored), ``enq-rejected`` (the
+    lock was held: no task), ``enq-raised`` (UniqueConflict to the caller),
+    ``rolled-back`` (enqueued in a transaction then rolled back) or
+    ``enq-error``. 0 once done, 1 past the deadline."""
+    uniques.app.use(url)
+    journal = of_process("producer")
+    rng = random.Random(workload.seed)
+    began = monotonic()
+    for number in range(workload.count):
+        if monotonic() - began > workload.deadline:
+            journal.write("gave-up", acknowledged=number)
+            return 1
+        if workload.rate:
+            threading.Event().wait(max(0.0, began + number / workload.rate - monotonic()))
+        name = rng.choice(sorted(uniques.tasks))
+        key, duration = rng.randrange(workload.keys), round(rng.uniform(*workload.durations), 3)
+        function = uniques.tasks[name]
+        if rng.random() < workload.rollback:
+            task_id = f"{uniques.ROLLED_BACK}{workload.seed}-{number}"
+            error = rolled_back(url, function.options(id=task_id), key, duration)
+            journal.write("rolled-back", id=task_id, name=name, key=key, error=error)
+            continue
+        try:
+            handle = function.enqueue(key, duration)
+        except UniqueConflict as exc:
+            journal.write("enq-raised", name=name, key=key, holder=exc.holder)
+        except TenureError as exc:
+            journal.write("enq-error", count=1, error=f"{type(exc).__name__}: {exc}"[:300])
+        else:
+            if handle.rejected is not None:
+                holder = handle.rejected.holder
+                journal.write("enq-rejected", name=name, key=key, holder=holder)
+            else:
+                journal.write("enq", ids=[handle.id], priority=0)
+    uniques.app.close()
+    return 0
+
+
+def rolled_back(url: str, function: uniques.Held, key: int, duration: float) -> str | None:
+    """Enqueue in a transaction of our own on the store's database, then roll
+    it back; the error the enqueue raised, if it did."""
+    error: str | None = None
+    with _transaction(url) as connection:
+        try:
+            function.options(connection=connection).enqueue(key, duration)
+        except TenureError as exc:
+            error = type(exc).__name__
+    return error
+
+
+@contextmanager
+def _transaction(url: str) -> Iterator[Any]:
+    """A connection to the store's database inside a transaction that is rolled back."""
+    if url.startswith("sqlite:///"):
+        connection = sqlite3.connect(url[len("sqlite:///") :], isolation_level=None, timeout=30)
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+            yield connection
+            connection.execute("ROLLBACK")
+        finally:
+            connection.close()
+        return
+    import psycopg  # noqa: PLC0415 - PostgreSQL only
+
+    with psycopg.connect(url) as session:
+        yield session
+        session.rollback()
+
+
 def main(argv: list[str]) -> int:
     url, spec = argv
-    return produce(url, Workload.from_json(spec))
+    workload = Workload.from_json(spec)
+    return (produce_unique if workload.keys else produce)(url, workload)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,10 @@ test suite runs it).
 - **pg-crash** (PostgreSQL, on a private cluster): ``pg_ctl restart -m
   immediate`` and ``-m fast`` while producers enqueue and workers drain (full:
   three of each).
+- Both sigkill-storm and pg-crash also run event followers (full: 3, quick: 2)
+  that journal every event they receive; one is SIGKILLed at every other worker
+  kill and after every restart, and resumes from its last cursor (checks F and
+  G: every event delivered, in order, with no gap).
 - **poison** (on the process pool): tasks that raise, ``os._exit(1)``,
   segfault, exceed a memory limit or hang ignoring SIGTERM (one of each kind in
   turn, 20 in full), beside healthy tasks; first the healthy tasks alone (the
@@ -21,6 +25,30 @@ test suite runs it).
 - **scheduler-election**: three scheduler candidates (leader leases of 2 s);
   the elected one is SIGKILLed or paused for a leader lease in turn, while a
   periodic task is due every second (full: 6 kills and 6 pauses).
+- **unique-torture**: twenty producers enqueue unique tasks of every lock
+  phase and conflict strategy on a few keys (some inside transactions they
+  roll back), while workers are SIGKILLed and paused in turn; then every task
+  name and key once more, which no lock left behind may refuse (full: 50 keys,
+  4,000 enqueues, 10 faults).
+- **connection-kills** (PostgreSQL): bursts of ``pg_terminate_backend`` on the
+  sessions of the workers, producers and scheduler, most of them in the middle
+  of a statement or transaction (full: 30 bursts).
+- **sqlite-faults** (SQLite, on a tmpfs of its own): the disk fills up for a
+  while, then the database file turns read-only while a new producer starts;
+  every refused enqueue raises a tenure error, ``PRAGMA integrity_check`` stays
+  ok, and the queue drains (and that producer enqueues) once the disk is
+  writable again (full: three of each).
+- **bad-input**: while workers drain, bad input at the public operations
+  (payloads that are not JSON, hold NUL or weigh 10 and 100 MB, malformed
+  cursors, ids, leases, limits, priorities, delays, unknown names and options): each
+  refused with a tenure error, nothing written; topics such as ``'; DROP TABLE
+  tasks;--``, ``%`` and ``_`` filter literally (full: 10 rounds).
+- **clock-skew**: workers at -2 h and +2 h (libfaketime), one clock jumping
+  three hours forward mid-run, then the scheduler at +2 h; skewed workers are
+  SIGKILLed in the middle of a task at each stage (full: 18 kills).
+- **partition** (PostgreSQL, on a private cluster): three worker hosts, each in
+  a network namespace of its own; one in the middle of a task is cut off from
+  the store for three leases, then healed (full: three cuts).
 
 Every worker has leases of 2 s (a keepalive every 2/3 s) and looks for work
 every 0.1 s when idle; the one scheduler runs its cycle every 0.5 s.
@@ -39,14 +67,28 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from chaos import ChaosError
-from chaos.checker import Bounds, Verdict, check
+from chaos.checker import Bounds, Figures, Verdict, check
 from chaos.cluster import PrivateCluster
 from chaos.evidence import gather
+from chaos.follower import catch_up
 from chaos.harness import APP, Harness, Setup
 from chaos.journal import monotonic
-from chaos.scenarios import classic, election, poison
+from chaos.scenarios import (
+    bad_input,
+    classic,
+    connections,
+    election,
+    partition,
+    poison,
+    skew,
+    sqlite_faults,
+    unique,
+)
 from chaos.scenarios.base import STORES, Context, Plan, Profile, Scenario, tasks
 from tenure.store import open_store
+
+CATCH_UP = 30.0
+"""Seconds the followers get, after the drain, to reach the end of the log."""
 
 __all__ = ["SCENARIOS", "STORES", "Outcome", "Plan", "Profile", "Scenario", "run", "tasks"]
 
@@ -60,6 +102,19 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario("pg-crash", ("postgres",), classic.CRASH, classic.crash),
         Scenario("poison", STORES, poison.POISON, poison.poison),
         Scenario("scheduler-election", STORES, election.ELECTION, election.election),
+        Scenario("unique-torture", STORES, unique.UNIQUE, unique.torture),
+        Scenario(
+            "connection-kills",
+            ("postgres",),
+            connections.CONNECTIONS,
+            connections.connection_kills,
+        ),
+        Scenario(
+            "sqlite-faults", ("sqlite",), sqlite_faults.SQLITE_FAULTS, sqlite_faults.sqlite_faults
+        ),
+        Scenario("clock-skew", STORES, skew.SKEW, skew.skew),
+        Scenario("bad-input", STORES, bad_input.BAD_INPUT, bad_input.bad_input),
+        Scenario("partition", ("postgres",), partition.PARTITION, partition.partition),
     )
 }
 
@@ -73,6 +128,8 @@ class Outcome:
     verdict: Verdict
     seconds: float
     folder: Path
+    own: str = ""
+    """The scenario's own figures, for the end of its line."""
 
     def line(self) -> str:
         """The figure line, e.g. ``sigkill-storm postgres: tasks 10000 kills 50 …``."""
@@ -99,7 +156,35 @@ class Outcome:
             )
         if f.slots:
             text += f" slots {f.slots} missing {f.missing_slots} failover {_spread(f.failover)}"
+        if f.followers:
+            text += (
+                f" followers {f.followers} (killed {f.follower_kills}) delivered {f.delivered}"
+                f" missed {f.undelivered} again {f.redelivered} lag {_spread(f.lag)}"
+            )
+        text += _moved(f) + self.own
         return text + f" violations {len(self.verdict.violations)} in {self.seconds:.0f}s"
+
+
+def _own_figures(name: str, journals: Path, f: Figures) -> str:
+    """The figures a scenario keeps in its journals, read while they exist (a
+    clean run's folder may be removed before its line is printed)."""
+    if name == "unique-torture":
+        return unique.figures(journals, f)
+    if name == "connection-kills":
+        return connections.figures(journals, f.stored - f.tasks)
+    if name == "sqlite-faults":
+        return sqlite_faults.summary(journals)
+    if name == "bad-input":
+        return bad_input.summary(journals)
+    return ""
+
+
+def _moved(f: Figures) -> str:
+    """The figures of clock-skew (the clocks moved) and partition (the cuts)."""
+    text = f" clocks {', '.join(f.clocks)} rerun {_spread(f.rerun)}" if f.clocks else ""
+    if f.cuts:
+        text += f" cuts {f.cuts} rerun {_spread(f.rerun)} resume {_spread(f.resume)}"
+    return text
 
 
 def _kinds(counts: dict[str, int]) -> str:
@@ -146,23 +231,33 @@ def run(
             pool=plan.pool,
             schedulers=plan.schedulers,
             leader_lease=plan.leader_lease,
+            followers=plan.followers,
         )
         with open_store(target) as opened:
             with Harness(setup, opened) as harness:
                 scenario.inject(harness, Context(plan, random.Random(seed), cluster))
                 harness.drain(plan.drain)
+                if plan.followers:
+                    catch_up(harness, CATCH_UP)
             evidence = gather(setup.journals, opened)
     bounds = Bounds(plan.lease, plan.cycle, plan.poll, leader_lease=plan.leader_lease)
     verdict = check(evidence, bounds)
-    return Outcome(name, store, verdict, monotonic() - began, folder)
+    own = _own_figures(name, setup.journals, verdict.figures)
+    return Outcome(name, store, verdict, monotonic() - began, folder, own)
 
 
 @contextmanager
 def _target(
     name: str, store: str, folder: Path, url: str | None
 ) -> Iterator[tuple[str, PrivateCluster | None]]:
-    if store == "sqlite":
+    if name == "sqlite-faults":  # the database on a small disk of its own, to fill
+        with sqlite_faults.small_disk(folder) as disk:
+            yield f"sqlite:///{disk / 'chaos.db'}", None
+    elif store == "sqlite":
         yield f"sqlite:///{folder.resolve() / 'chaos.db'}", None
+    elif name == "partition":  # a private cluster on the worker hosts' network
+        with partition.target() as made:
+            yield made
     elif name == "pg-crash":
         with PrivateCluster() as cluster:
             yield cluster.create_database("tenure_chaos"), cluster

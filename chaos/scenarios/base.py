@@ -39,6 +39,8 @@ class Plan:
     leader_lease: float = 10.0
     app: str | None = None
     """The App the workers and schedulers load, if not the probe's."""
+    followers: int = 0
+    """Event followers following the log throughout (:mod:`chaos.follower`)."""
 
 
 @dataclass(slots=True)

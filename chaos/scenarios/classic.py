@@ -1,5 +1,12 @@
 """The first scenarios: baseline, sigkill-storm, zombie and pg-crash (see
-:mod:`chaos.scenarios`)."""
+:mod:`chaos.scenarios`).
+
+sigkill-storm and pg-crash also run event followers (:mod:`chaos.follower`)
+from start to end, and SIGKILL one of them at every other worker kill and after
+every server restart: the followers' deliveries are checked against the log
+(:mod:`chaos.deliveries`) under the very faults that test the queue, at the
+cost of a few processes more rather than two more scenarios to run.
+"""
 
 from __future__ import annotations
 
@@ -19,12 +26,22 @@ def baseline(harness: Harness, context: Context) -> None:
 
 def storm(harness: Harness, context: Context) -> None:
     harness.produce(context.plan.workloads)
-    for _ in range(context.plan.faults):
+    for fault in range(context.plan.faults):
         context.interval()
         busy = found(harness, lambda: harness.holders(left=0.2))
         if not busy:
             break  # the queue ran dry: no task left to kill a worker in
         harness.kill(context.rng.choice(busy))
+        if fault % 2:
+            _kill_a_follower(harness, context)
+
+
+def _kill_a_follower(harness: Harness, context: Context) -> None:
+    """SIGKILL one of the event followers (the harness starts another, which
+    resumes after the last event its slot journaled)."""
+    followers = harness.alive("follower")
+    if followers:
+        harness.kill(context.rng.choice(followers))
 
 
 def zombie(harness: Harness, context: Context) -> None:
@@ -53,6 +70,7 @@ def crash(harness: Harness, context: Context) -> None:
         for mode in ("immediate", "fast") * context.plan.faults:
             context.interval()
             _restart(harness, cluster, mode)
+            _kill_a_follower(harness, context)
     finally:
         stop.touch()
 
@@ -114,6 +132,7 @@ STORM = {
         workloads=(tasks(3000, 3, durations=(0.1, 2.0)), tasks(3000, 4, durations=(0.1, 2.0))),
         faults=50,
         every=(2.0, 5.0),
+        followers=3,
     ),
     "quick": Plan(
         workers=3,
@@ -122,6 +141,7 @@ STORM = {
         faults=4,
         every=(1.0, 1.5),
         drain=120,
+        followers=2,
     ),
 }
 ZOMBIE = {
@@ -154,6 +174,7 @@ CRASH = {  # producers go on until the last restart is over: counts are at most
         workloads=tuple(tasks(100_000, s, durations=SHORT, rate=25, batch=5) for s in (7, 8)),
         faults=3,
         every=(5.0, 8.0),
+        followers=3,
     ),
     "quick": Plan(
         workers=3,
@@ -162,5 +183,6 @@ CRASH = {  # producers go on until the last restart is over: counts are at most
         faults=1,
         every=(2.0, 3.0),
         drain=120,
+        followers=2,
     ),
 }

@@ -19,6 +19,7 @@ from tenure.hooks import Hooks
 from tenure.retry import Backoff
 from tenure.store import Completion, Failure, Store
 from tenure.store.types import StateOutcome, TaskState
+from tenure.task import Status
 from tenure.worker.held import Held, Holdings
 from tenure.worker.runner import Ending, Raised, Succeeded
 from tenure.worker.telling import Teller
@@ -127,11 +128,13 @@ class Completer:
         """Write until the store answers: an ending is never dropped for a passing
         outage; each held task is forgotten once its ending's fate is known."""
         pause = RETRY_PAUSE
+        in_doubt = False
         while True:
             try:
                 outcomes = write()
                 break
             except StoreUnavailable as exc:
+                in_doubt = True  # the write may have committed before the error
                 log.warning(
                     "store unavailable while writing %d endings (%s); retrying in %gs",
                     len(items),
@@ -154,6 +157,8 @@ class Completer:
                 )
                 self.holdings.drop_all([held for held, _, _ in items])
                 return
+        if in_doubt:
+            outcomes = [self._reread(h, e, o) for (h, e, _), o in zip(items, outcomes, strict=True)]
         try:
             for (held, ending, delay), outcome in zip(items, outcomes, strict=True):
                 try:
@@ -165,6 +170,30 @@ class Completer:
                     log.exception("telling the ending of task %s failed", held.task.id)
         finally:
             self.holdings.drop_all([held for held, _, _ in items])
+
+    def _reread(self, held: Held, ending: Ending, outcome: StateOutcome) -> StateOutcome:
+        """A refusal of a write whose earlier try broke off may be this very
+        ending, committed before the connection died: re-read the task, and
+        take the ending as accepted if the task shows it, still under this
+        lease. Never written a second time: the retry was fenced."""
+        if not isinstance(outcome, TenureError):
+            return outcome
+        try:
+            task = self.store.task_get(held.task.id)
+        except TenureError:
+            return outcome
+        if task is None or (task.lease_token, task.assignee) != (
+            held.lease.token,
+            held.lease.owner,
+        ):
+            return outcome
+        if isinstance(ending, Succeeded):
+            shows = task.status is Status.DONE
+        elif isinstance(ending, Raised):
+            shows = task.status in (Status.PENDING, Status.FAILED) and task.error == ending.error
+        else:
+            shows = task.status is Status.SNOOZED
+        return TaskState.of(task) if shows else outcome
 
 
 def failure_of(held: Held, ending: Raised, policy: Backoff) -> Failure:

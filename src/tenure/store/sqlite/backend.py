@@ -15,15 +15,14 @@ import sqlite3
 import tempfile
 import threading
 import time
-import weakref
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from tenure.clock import epoch_or_now, from_epoch, utcnow
-from tenure.errors import ConfigError, DuplicateTask, LeaseLost, StoreError, StoreUnavailable
+from tenure.errors import ConfigError, DuplicateTask, LeaseLost, StoreError
 from tenure.store.backend import (
     AFTER_ALL,
     EventPosition,
@@ -35,6 +34,7 @@ from tenure.store.backend import (
 from tenure.store.base import DEFAULT_MAX_PAYLOAD_BYTES, Store
 from tenure.store.refusals import LOST_ERROR, Answer, admin_refusal, refusal
 from tenure.store.sqlite import eventlog, is_memory_path, rows, schema, unique
+from tenure.store.sqlite.connections import Connections, translated
 from tenure.store.sqlite.schema import Q
 from tenure.store.sqlite.watching import Watching
 from tenure.store.types import (
@@ -63,20 +63,6 @@ def scratch_directory(path: str | Path) -> tempfile.TemporaryDirectory[str] | No
     if is_memory_path(str(path)):
         return tempfile.TemporaryDirectory(prefix="tenure-memory-")
     return None
-
-
-class _Connection:
-    """A thread's connection and the lock that ``close()`` takes before closing it.
-
-    Weakly tracked by the store: when its thread ends, the thread-local reference
-    goes, and the connection is closed by the garbage collector instead of leaking.
-    """
-
-    __slots__ = ("__weakref__", "conn", "in_use")
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-        self.in_use = threading.RLock()
 
 
 class SQLiteStore(Watching, Store):
@@ -108,10 +94,8 @@ class SQLiteStore(Watching, Store):
         self.path = str(path)
         self._synchronous = synchronous
         self._busy_timeout = busy_timeout
-        self._local = threading.local()
-        self._connections: weakref.WeakSet[_Connection] = weakref.WeakSet()
-        self._lock = threading.Lock()
-        self._closed = False
+        self._local = threading.local()  # what each thread's watch has seen
+        self._connections = Connections(self._open, repr(self))
         with self._use() as conn:
             self.migrations_applied = schema.migrate(conn)
             """The versions this opening applied (empty: the schema was current)."""
@@ -121,42 +105,18 @@ class SQLiteStore(Watching, Store):
 
     # -- connections and transactions ------------------------------------------
 
-    def _open(self) -> _Connection:
+    def _open(self) -> sqlite3.Connection:
         conn = sqlite3.connect(
             self.path, timeout=self._busy_timeout, isolation_level=None, check_same_thread=False
         )
         conn.row_factory = sqlite3.Row
         conn.execute(Q["use_wal"])
         conn.execute(Q[f"synchronous_{self._synchronous}"])
-        return _Connection(conn)
+        return conn
 
-    @contextmanager
-    def _use(self) -> Iterator[sqlite3.Connection]:
-        """This thread's connection, held so that ``close()`` waits for the
-        operation, with sqlite3's errors turned into tenure's."""
-        with self._errors():
-            held: _Connection | None = getattr(self._local, "conn", None)
-            if held is None:
-                held = self._open()
-                with self._lock:
-                    self._connections.add(held)
-                self._local.conn = held
-            with held.in_use:
-                if self._closed:
-                    raise StoreError(f"{self!r} is closed")
-                yield held.conn
-
-    @contextmanager
-    def _errors(self) -> Iterator[None]:
-        """The one place where sqlite3's errors become tenure's."""
-        try:
-            yield
-        except sqlite3.OperationalError as exc:
-            if "locked" in str(exc) or "busy" in str(exc):
-                raise StoreUnavailable(f"SQLite database is busy: {exc}") from exc
-            raise StoreError(f"SQLite error: {exc}") from exc
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"SQLite error: {exc}") from exc
+    def _use(self) -> AbstractContextManager[sqlite3.Connection]:
+        """This thread's connection (see :mod:`.connections`)."""
+        return self._connections.use()
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -183,7 +143,7 @@ class SQLiteStore(Watching, Store):
             return
         if not isinstance(connection, sqlite3.Connection):
             raise ConfigError(f"connection must be a sqlite3.Connection, not {type(connection)}")
-        with self._errors():
+        with translated():
             connection.execute(Q["savepoint"])
             try:
                 yield connection
@@ -203,13 +163,7 @@ class SQLiteStore(Watching, Store):
         Threads still holding the store afterwards get ``StoreError``, never a
         connection closed under their feet.
         """
-        with self._lock:
-            self._closed = True
-            held = list(self._connections)
-            self._connections = weakref.WeakSet()
-        for connection in held:
-            with connection.in_use:
-                connection.conn.close()
+        self._connections.close()
         if self._scratch is not None:
             self._scratch.cleanup()
 

@@ -23,7 +23,13 @@ Q = load_queries(PACKAGE)
 
 
 def migrate(conn: sqlite3.Connection) -> list[int]:
-    """Apply what is missing; return the versions applied now."""
+    """Apply what is missing; return the versions applied now.
+
+    A current schema is only read: no write lock is taken, so opening a store
+    never waits for a write transaction, not even the caller's own one that a
+    first enqueue with ``connection=`` is made in."""
+    if _current(conn):
+        return []
     applied_now: list[int] = []
     conn.execute(Q["begin_write"])
     try:
@@ -42,6 +48,17 @@ def migrate(conn: sqlite3.Connection) -> list[int]:
         raise
     conn.commit()
     return applied_now
+
+
+def _current(conn: sqlite3.Connection) -> bool:
+    """Whether every migration is recorded already (read without a write lock)."""
+    try:
+        done = {row[0] for row in conn.execute(Q["applied_migrations"])}
+    except sqlite3.OperationalError as exc:
+        if str(exc).startswith("no such table"):
+            return False
+        raise
+    return {version for version, _, _ in migrations(PACKAGE)} <= done
 
 
 def applied(path: str) -> set[int]:

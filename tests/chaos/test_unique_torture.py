@@ -1,0 +1,128 @@
+"""The unique-torture scenario's quick profile on both stores, and its checks
+(L1 to L4) catching what they are there to catch: the evidence of a clean
+SQLite run is tampered with, one promise at a time (two holders of one lock, a
+rolled-back task stored, a strategy not as documented, a lock left behind), and
+the checker names that promise."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Callable
+from itertools import pairwise
+from pathlib import Path
+
+import pytest
+from chaos.checker import Verdict, check
+from chaos.evidence import Evidence, gather
+from chaos.journal import read_folder
+from chaos.locks import OVERLAP, unique_tasks
+from chaos.scenarios import SCENARIOS, run
+from chaos.uniques import FINAL, ROLLED_BACK, rule_of
+
+from tenure.store import open_store
+from tenure.task import Status
+from tests.chaos import tampering
+from tests.chaos.test_scenarios import assert_clean
+
+pytestmark = pytest.mark.slow
+
+PLAN = SCENARIOS["unique-torture"].plans["quick"]
+RULES = 7
+"""Task names of chaos.uniques: every lock phase with every strategy it allows."""
+
+
+def test_unique_torture(backend: str, store_url: str, tmp_path: Path) -> None:
+    outcome = run("unique-torture", backend, "quick", tmp_path, url=store_url)
+
+    assert_clean(outcome)
+    figures = outcome.verdict.figures
+    assert (figures.kills, figures.pauses) == (1, 1)
+    # Every task name on every key was contended for, and locks held at start
+    # settled some starts (a reschedule at least).
+    assert figures.unique_keys == RULES * PLAN.workloads[0].keys
+    assert figures.settled.get("reschedule", 0) > 0
+    kinds = [r["k"] for r in read_folder(tmp_path / "journals").records]
+    assert kinds.count("rolled-back") > 0
+    assert kinds.count("enq-rejected") + kinds.count("enq-raised") > 0
+    assert "final-refused" not in kinds
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory: pytest.TempPathFactory) -> Evidence:
+    folder = tmp_path_factory.mktemp("unique")
+    outcome = run("unique-torture", "sqlite", "quick", folder)
+    assert_clean(outcome)
+    with open_store(f"sqlite:///{folder / 'chaos.db'}") as store:
+        return gather(folder / "journals", store)
+
+
+def recheck(clean: Evidence, tamper: Callable[[Evidence], None]) -> Verdict:
+    evidence = copy.deepcopy(clean)
+    tamper(evidence)
+    return check(evidence, tampering.bounds(PLAN))
+
+
+def long_held(ev: Evidence, task_id: str) -> bool:
+    """Whether the task held an until_executed lock for longer than L1's slack."""
+    events = ev.events[task_id]
+    if (rule_of(ev.tasks[task_id].name) or ("",))[0] != "until_executed":
+        return False
+    return (events[-1].at - events[0].at).total_seconds() > OVERLAP + 0.5
+
+
+def test_untampered_evidence_checks_clean(clean: Evidence) -> None:
+    assert recheck(clean, lambda _: None).violations == []
+
+
+def test_two_holders_of_one_lock_are_caught(clean: Evidence) -> None:
+    def take_the_lock_early(ev: Evidence) -> None:
+        # A final task enqueued as soon as a task of its key that held an
+        # until_executed lock for a while: both hold the lock at once.
+        tasks = unique_tasks(ev).values()
+        first = next(t for t in tasks if not t.id.startswith(FINAL) and long_held(ev, t.id))
+        final = next(
+            t
+            for t in tasks
+            if t.id.startswith(FINAL) and (t.name, t.unique_key) == (first.name, first.unique_key)
+        )
+        created = ev.events[final.id][0]
+        ev.log.remove(created.cursor)
+        ev.log.insert(ev.log.index(ev.events[first.id][0].cursor) + 1, created.cursor)
+        ev.events[final.id][0] = dataclasses.replace(created, at=ev.events[first.id][0].at)
+
+    assert recheck(clean, take_the_lock_early).codes() == {"L1"}
+
+
+def test_a_rolled_back_task_in_the_store_is_caught(clean: Evidence) -> None:
+    def keep_a_rolled_back_task(ev: Evidence) -> None:
+        task = next(t for t in ev.tasks.values() if t.status is Status.DONE)
+        ev.tasks[f"{ROLLED_BACK}x"] = dataclasses.replace(task, id=f"{ROLLED_BACK}x")
+
+    assert "L2" in recheck(clean, keep_a_rolled_back_task).codes()
+
+
+def test_a_reschedule_that_spends_an_attempt_is_caught(clean: Evidence) -> None:
+    def spend_the_attempt(ev: Evidence) -> None:
+        for task in unique_tasks(ev).values():
+            if not task.name.endswith(".reschedule"):
+                continue
+            events = ev.events[task.id]
+            for i, (start, after) in enumerate(pairwise(events)):
+                if start.to_status is Status.RUNNING and after.at == start.at:
+                    events[i + 1] = dataclasses.replace(after, attempt=start.attempt)
+                    return
+        raise AssertionError("no rescheduled start in the clean run")
+
+    assert recheck(clean, spend_the_attempt).codes() == {"L3"}
+
+
+def test_a_lock_left_behind_is_caught(clean: Evidence) -> None:
+    def refuse_a_final_task(ev: Evidence) -> None:
+        final = next(t for t in ev.tasks.values() if t.id.startswith(FINAL))
+        del ev.tasks[final.id]
+        ev.events.pop(final.id, None)
+        ev.executions.pop(final.id, None)
+        ev.acks = [a for a in ev.acks if a.task != final.id]
+
+    assert recheck(clean, refuse_a_final_task).codes() == {"L4"}
