@@ -278,16 +278,24 @@ class Worker:
             self._reserve_failures = 0
         took = time.monotonic() - began
         if tasks and took >= self.lease:
-            # Held up past the leases it took (a network cut, a pause): others may
-            # run these tasks already; the supervisor takes them back.
-            log.warning(
-                "reserved %d task(s), but the answer took %.1fs, past their lease: not run",
-                len(tasks),
-                took,
-            )
+            self._hand_back(store, tasks, took)
             return [], began
         self.prefetch.reserved(took)
         return tasks, began
+
+    def _hand_back(self, store: Store, tasks: list[Task], took: float) -> None:
+        """Tasks whose reservation was answered after their lease (a network cut,
+        a pause, a long wait for SQLite's write lock) may run elsewhere already:
+        never run here. Each is released, fenced by its lease: back to pending at
+        once if the lease still holds, refused (and left to the supervisor) if not."""
+        log.warning(
+            "reserved %d task(s), but the answer took %.1fs, past their lease: not run",
+            len(tasks),
+            took,
+        )
+        for task in tasks:
+            with contextlib.suppress(TenureError):
+                store.task_release(Lease(task.id, self.owner, task.lease_token or 0))
 
     def _reserve_params(self, limit: int) -> ReserveParams:
         return ReserveParams(
