@@ -3,6 +3,7 @@ chaos tests show that each check reports what it is there to catch."""
 
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 from collections.abc import Callable
@@ -10,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from chaos.checker import Bounds, Verdict, check
-from chaos.evidence import gather
+from chaos.evidence import Evidence, gather
 from chaos.journal import SUFFIX
 from chaos.scenarios import Plan
 
@@ -41,4 +42,12 @@ def recheck(
         (journals / name).write_text("".join(json.dumps(r) + "\n" for r in records))
     with open_store(f"sqlite:///{clean / 'chaos.db'}") as store:
         evidence = gather(journals, store)
+    return check(evidence, bounds(plan))
+
+
+def recheck_evidence(clean: Evidence, plan: Plan, tamper: Callable[[Evidence], None]) -> Verdict:
+    """Check a copy of the evidence ``clean`` of a clean run (run with ``plan``)
+    as ``tamper`` left it."""
+    evidence = copy.deepcopy(clean)
+    tamper(evidence)
     return check(evidence, bounds(plan))

@@ -6,12 +6,11 @@ returned and never stored (lost), and a worker that did not come back."""
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
-from chaos.checker import Verdict, check
+from chaos.checker import Verdict
 from chaos.evidence import Evidence, gather
 from chaos.scenarios import SCENARIOS, Outcome, run
 from chaos.sessions import summary
@@ -67,9 +66,7 @@ def test_connection_kills(clean: CleanRun) -> None:
 
 
 def recheck(clean: CleanRun, tamper: Callable[[Evidence], None]) -> Verdict:
-    evidence = copy.deepcopy(clean.evidence)
-    tamper(evidence)
-    return check(evidence, tampering.bounds(PLAN))
+    return tampering.recheck_evidence(clean.evidence, PLAN, tamper)
 
 
 def test_untampered_evidence_checks_clean(clean: CleanRun) -> None:

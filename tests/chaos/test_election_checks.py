@@ -1,7 +1,8 @@
-"""The scheduler-election checks catch what they are there to catch: the
-evidence of a clean run is tampered with (a slot missing from the store, a slot
-created twice, a failover slower than leader lease + one cycle) and the checker
-names exactly that promise."""
+"""The scheduler-election scenario's quick profile on both stores, and its
+checks catching what they are there to catch: the evidence of a clean SQLite
+run is tampered with (a slot missing from the store, a slot created twice, a
+failover slower than leader lease + one cycle) and the checker names exactly
+that promise."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ import pytest
 from chaos.checker import Verdict, check
 from chaos.election import slot_of
 from chaos.evidence import Evidence, gather
-from chaos.scenarios import SCENARIOS, run
+from chaos.scenarios import SCENARIOS, Outcome, run
 
 from tenure.store import open_store
 from tests.chaos import tampering
+from tests.chaos.test_scenarios import assert_clean, planned
 
 pytestmark = pytest.mark.slow
 
@@ -24,11 +26,36 @@ PLAN = SCENARIOS["scheduler-election"].plans["quick"]
 
 
 @pytest.fixture(scope="module")
-def clean_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def clean_outcome(tmp_path_factory: pytest.TempPathFactory) -> Outcome:
+    """The quick profile's one SQLite run of this module: the scenario test's
+    SQLite case, and the clean run the tamper tests check again."""
     folder = tmp_path_factory.mktemp("election")
     outcome = run("scheduler-election", "sqlite", "quick", folder)
     assert not outcome.verdict.violations, outcome.line()
-    return folder
+    return outcome
+
+
+@pytest.fixture(scope="module")
+def clean_run(clean_outcome: Outcome) -> Path:
+    return clean_outcome.folder
+
+
+def test_scheduler_election(
+    backend: str, store_url: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    if backend == "sqlite":  # the module's one SQLite run
+        outcome: Outcome = request.getfixturevalue("clean_outcome")
+    else:
+        outcome = run("scheduler-election", backend, "quick", tmp_path, url=store_url)
+
+    assert_clean(outcome)
+    figures = outcome.verdict.figures
+    assert figures.tasks == planned("scheduler-election")
+    # The leader was killed once and paused once; another took over each time,
+    # within leader lease + one cycle, and the periodic task went on, once a slot.
+    assert (figures.kills, figures.pauses) == (1, 1)
+    assert len(figures.failover) == 2 and max(figures.failover) <= 2.0 + 0.5 + 0.25
+    assert figures.slots > 0 and figures.missing_slots == 0
 
 
 def recheck(clean: Path, tamper: Callable[[Evidence], None]) -> Verdict:

@@ -10,24 +10,21 @@ was in doubt (committed as the server crashed) by its first priority."""
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
-from chaos.checker import Bounds, Verdict, _i7, check
-from chaos.evidence import Evidence, Execution, gather
+from chaos.checker import Bounds, Verdict, _i7
+from chaos.evidence import Evidence, Execution
 from chaos.follower import PREFIX, journal_path, position
-from chaos.journal import SUFFIX
 from chaos.scenarios import Plan, run, tasks
 
-from tenure.store import open_store
 from tenure.task import Status, Task
+from tests.chaos import tampering
+from tests.chaos.tampering import Records
 
 pytestmark = pytest.mark.slow
 
-Records = list[dict[str, Any]]
 SMALL = Plan(
     workers=2,
     concurrency=3,
@@ -53,25 +50,26 @@ def clean_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def recheck(clean: Path, tmp_path: Path, tamper: Callable[[Records], None]) -> Verdict:
     """The checker's verdict with the journal of the slot that was killed tampered with."""
-    journals = tmp_path / "journals"
-    shutil.copytree(clean / "journals", journals)
-    slot = next(p for p in journals.glob(f"{PREFIX}*{SUFFIX}") if len(resumes(p)) > 1)
-    records = [json.loads(line) for line in slot.read_text().splitlines()]
-    tamper(records)
-    slot.write_text("".join(json.dumps(r) + "\n" for r in records))
-    with open_store(f"sqlite:///{clean / 'chaos.db'}") as store:
-        evidence = gather(journals, store)
-    return check(evidence, Bounds(SMALL.lease, SMALL.cycle, SMALL.poll))
+
+    def killed_slot(files: dict[str, Records]) -> None:
+        tamper(
+            next(
+                records
+                for name, records in files.items()
+                if name.startswith(PREFIX) and len(resumes(records)) > 1
+            )
+        )
+
+    return tampering.recheck(clean, tmp_path, SMALL, killed_slot)
 
 
-def resumes(path: Path) -> list[int]:
-    lines = path.read_text().splitlines()
-    return [i for i, line in enumerate(lines) if json.loads(line)["k"] == "resume"]
+def resumes(records: Records) -> list[int]:
+    return [i for i, r in enumerate(records) if r["k"] == "resume"]
 
 
 def second_life(records: Records) -> int:
     """The index of the record where the slot's second life resumed."""
-    return [i for i, r in enumerate(records) if r["k"] == "resume"][1]
+    return resumes(records)[1]
 
 
 def test_untampered_journals_check_clean(clean_run: Path, tmp_path: Path) -> None:

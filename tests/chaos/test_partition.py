@@ -10,13 +10,12 @@ makes that a failure."""
 
 from __future__ import annotations
 
-import copy
 import random
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from chaos.checker import Bounds, Verdict, check
+from chaos.checker import Verdict, check
 from chaos.evidence import Ack, Evidence, Execution, gather
 from chaos.harness import Harness, Setup
 from chaos.journal import monotonic
@@ -26,13 +25,14 @@ from chaos.scenarios import SCENARIOS, Outcome, partition
 from chaos.scenarios.base import Context
 
 from tenure.store import open_store
+from tests.chaos import tampering
 from tests.chaos.conftest import _unavailable
 from tests.chaos.test_scenarios import assert_clean, planned
 
 pytestmark = pytest.mark.slow
 
 PLAN = SCENARIOS["partition"].plans["quick"]
-BOUNDS = Bounds(PLAN.lease, PLAN.cycle, PLAN.poll)
+BOUNDS = tampering.bounds(PLAN)
 
 
 @pytest.fixture(scope="module")
@@ -81,9 +81,7 @@ def test_partition(partitioned: tuple[Outcome, Evidence]) -> None:
 
 
 def tampered(partitioned: tuple[Outcome, Evidence], tamper: Callable[[Evidence], None]) -> Verdict:
-    evidence = copy.deepcopy(partitioned[1])
-    tamper(evidence)
-    return check(evidence, BOUNDS)
+    return tampering.recheck_evidence(partitioned[1], PLAN, tamper)
 
 
 def cut_off(evidence: Evidence) -> tuple[int, float, float, list[Execution]]:

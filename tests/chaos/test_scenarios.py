@@ -84,16 +84,3 @@ def test_poison(backend: str, store_url: str, tmp_path: Path) -> None:
     assert figures.throughput is not None
     before, beside = figures.throughput
     assert beside >= 0.8 * before
-
-
-def test_scheduler_election(backend: str, store_url: str, tmp_path: Path) -> None:
-    outcome = run("scheduler-election", backend, "quick", tmp_path, url=store_url)
-
-    assert_clean(outcome)
-    figures = outcome.verdict.figures
-    assert figures.tasks == planned("scheduler-election")
-    # The leader was killed once and paused once; another took over each time,
-    # within leader lease + one cycle, and the periodic task went on, once a slot.
-    assert (figures.kills, figures.pauses) == (1, 1)
-    assert len(figures.failover) == 2 and max(figures.failover) <= 2.0 + 0.5 + 0.25
-    assert figures.slots > 0 and figures.missing_slots == 0

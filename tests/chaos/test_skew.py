@@ -5,21 +5,18 @@ a clean run tampered with (an execution that ran again too late, or never)."""
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from chaos.checker import Bounds, Verdict, check
-from chaos.evidence import gather
-from chaos.journal import SUFFIX
-from chaos.scenarios import SCENARIOS, run
+from chaos.checker import Verdict
+from chaos.scenarios import SCENARIOS, Outcome, run
 from chaos.skews import LIBRARY
 
-from tenure.store import open_store
+from tests.chaos import tampering
+from tests.chaos.tampering import Records
 from tests.chaos.test_scenarios import assert_clean, planned
 
 pytestmark = [
@@ -31,11 +28,30 @@ pytestmark = [
 ]
 
 PLAN = SCENARIOS["clock-skew"].plans["quick"]
-Records = list[dict[str, Any]]
 
 
-def test_clock_skew(backend: str, store_url: str, tmp_path: Path) -> None:
-    outcome = run("clock-skew", backend, "quick", tmp_path, url=store_url)
+@pytest.fixture(scope="module")
+def clean_outcome(tmp_path_factory: pytest.TempPathFactory) -> Outcome:
+    """The quick profile's one SQLite run of this module: the scenario test's
+    SQLite case, and the clean run the tamper tests check again."""
+    folder = tmp_path_factory.mktemp("skew")
+    outcome = run("clock-skew", "sqlite", "quick", folder)
+    assert not outcome.verdict.violations, outcome.line()
+    return outcome
+
+
+@pytest.fixture(scope="module")
+def clean_run(clean_outcome: Outcome) -> Path:
+    return clean_outcome.folder
+
+
+def test_clock_skew(
+    backend: str, store_url: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    if backend == "sqlite":  # the module's one SQLite run
+        outcome: Outcome = request.getfixturevalue("clean_outcome")
+    else:
+        outcome = run("clock-skew", backend, "quick", tmp_path, url=store_url)
 
     assert_clean(outcome)
     figures = outcome.verdict.figures
@@ -52,27 +68,14 @@ def test_clock_skew(backend: str, store_url: str, tmp_path: Path) -> None:
     assert figures.in_flight_at_kill >= figures.kills
 
 
-@pytest.fixture(scope="module")
-def clean_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("skew")
-    outcome = run("clock-skew", "sqlite", "quick", folder)
-    assert not outcome.verdict.violations, outcome.line()
-    return folder
-
-
 def recheck(clean: Path, tmp_path: Path, tamper: Callable[[Records], None]) -> Verdict:
-    journals = tmp_path / "journals"
-    shutil.copytree(clean / "journals", journals)
-    records = {
-        p.name: [json.loads(line) for line in p.read_text().splitlines()]
-        for p in journals.glob(f"*{SUFFIX}")
-    }
-    tamper([r for found in records.values() for r in found])
-    for name, found in records.items():
-        (journals / name).write_text("".join(json.dumps(r) + "\n" for r in found))
-    with open_store(f"sqlite:///{clean / 'chaos.db'}") as store:
-        evidence = gather(journals, store)
-    return check(evidence, Bounds(PLAN.lease, PLAN.cycle, PLAN.poll))
+    """The checker's verdict with the records of every journal, as one list,
+    tampered with."""
+
+    def every_journal(files: dict[str, Records]) -> None:
+        tamper([r for found in files.values() for r in found])
+
+    return tampering.recheck(clean, tmp_path, PLAN, every_journal)
 
 
 def killed_and_rerun(records: Records) -> tuple[dict[str, Any], list[dict[str, Any]]]:

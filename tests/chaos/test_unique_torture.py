@@ -6,18 +6,17 @@ the checker names that promise."""
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from collections.abc import Callable
 from itertools import pairwise
 from pathlib import Path
 
 import pytest
-from chaos.checker import Verdict, check
+from chaos.checker import Verdict
 from chaos.evidence import Evidence, gather
 from chaos.journal import read_folder
 from chaos.locks import OVERLAP, unique_tasks
-from chaos.scenarios import SCENARIOS, run
+from chaos.scenarios import SCENARIOS, Outcome, run
 from chaos.uniques import FINAL, ROLLED_BACK, rule_of
 
 from tenure.store import open_store
@@ -32,8 +31,23 @@ RULES = 7
 """Task names of chaos.uniques: every lock phase with every strategy it allows."""
 
 
-def test_unique_torture(backend: str, store_url: str, tmp_path: Path) -> None:
-    outcome = run("unique-torture", backend, "quick", tmp_path, url=store_url)
+@pytest.fixture(scope="module")
+def clean_outcome(tmp_path_factory: pytest.TempPathFactory) -> Outcome:
+    """The quick profile's one SQLite run of this module: the scenario test's
+    SQLite case, and the clean run whose evidence the tamper tests check again."""
+    folder = tmp_path_factory.mktemp("unique")
+    outcome = run("unique-torture", "sqlite", "quick", folder)
+    assert_clean(outcome)
+    return outcome
+
+
+def test_unique_torture(
+    backend: str, store_url: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    if backend == "sqlite":  # the module's one SQLite run
+        outcome: Outcome = request.getfixturevalue("clean_outcome")
+    else:
+        outcome = run("unique-torture", backend, "quick", tmp_path, url=store_url)
 
     assert_clean(outcome)
     figures = outcome.verdict.figures
@@ -42,25 +56,21 @@ def test_unique_torture(backend: str, store_url: str, tmp_path: Path) -> None:
     # settled some starts (a reschedule at least).
     assert figures.unique_keys == RULES * PLAN.workloads[0].keys
     assert figures.settled.get("reschedule", 0) > 0
-    kinds = [r["k"] for r in read_folder(tmp_path / "journals").records]
+    kinds = [r["k"] for r in read_folder(outcome.folder / "journals").records]
     assert kinds.count("rolled-back") > 0
     assert kinds.count("enq-rejected") + kinds.count("enq-raised") > 0
     assert "final-refused" not in kinds
 
 
 @pytest.fixture(scope="module")
-def clean(tmp_path_factory: pytest.TempPathFactory) -> Evidence:
-    folder = tmp_path_factory.mktemp("unique")
-    outcome = run("unique-torture", "sqlite", "quick", folder)
-    assert_clean(outcome)
+def clean(clean_outcome: Outcome) -> Evidence:
+    folder = clean_outcome.folder
     with open_store(f"sqlite:///{folder / 'chaos.db'}") as store:
         return gather(folder / "journals", store)
 
 
 def recheck(clean: Evidence, tamper: Callable[[Evidence], None]) -> Verdict:
-    evidence = copy.deepcopy(clean)
-    tamper(evidence)
-    return check(evidence, tampering.bounds(PLAN))
+    return tampering.recheck_evidence(clean, PLAN, tamper)
 
 
 def long_held(ev: Evidence, task_id: str) -> bool:
