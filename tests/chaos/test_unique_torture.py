@@ -51,7 +51,8 @@ def test_unique_torture(
 
     assert_clean(outcome)
     figures = outcome.verdict.figures
-    assert (figures.kills, figures.pauses) == (1, 1)
+    # Killed and paused in turn; on SQLite only killed (see chaos.scenarios.unique).
+    assert (figures.kills, figures.pauses) == ((2, 0) if backend == "sqlite" else (1, 1))
     # Every task name on every key was contended for, and locks held at start
     # settled some starts (a reschedule at least).
     assert figures.unique_keys == RULES * PLAN.workloads[0].keys
