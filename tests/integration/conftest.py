@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
+from tests.conftest import _require_postgres
 from tests.integration.workers import WorkerProcess
 
 
@@ -28,3 +30,19 @@ def start(store_url: str, workers: list[WorkerProcess]) -> Callable[..., WorkerP
         return worker
 
     return start_worker
+
+
+@pytest.fixture
+def disk(tmp_path: Path) -> Iterator[Path]:
+    """A 16 MB tmpfs of this test's own, unmounted after it. Where mounting is
+    forbidden (not root) the test is skipped with the reason, or fails when the
+    run requires every test (``TENURE_REQUIRE_POSTGRES=1``, as in CI)."""
+    from chaos.scenarios.sqlite_faults import DiskUnavailable, small_disk
+
+    try:
+        with small_disk(tmp_path, size="16m") as mounted:
+            yield mounted
+    except DiskUnavailable as exc:
+        if _require_postgres():
+            pytest.fail(str(exc), pytrace=False)
+        pytest.skip(str(exc))

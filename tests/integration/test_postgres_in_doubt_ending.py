@@ -13,11 +13,9 @@ it as a success (its ``succeeded`` hook), not as a lost lease.
 
 from __future__ import annotations
 
-import contextlib
 import socket
 import threading
 from collections.abc import Iterator
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
@@ -31,40 +29,30 @@ from tenure.worker.completer import Completer
 from tenure.worker.held import Held, Holdings
 from tenure.worker.runner import Succeeded
 from tenure.worker.telling import Teller
+from tests.integration.proxies import Proxy, hang_up, recv, start
 
 MARKER = b"status = 'done'"
 """A piece of the completion's statement, as the worker sends it."""
 
 
-class CutAfterCommit:
+class CutAfterCommit(Proxy):
     """A proxy to ``upstream`` that, once :meth:`arm`\\ ed, swallows the
     server's whole answer to the next statement containing :data:`MARKER` (up
     to its ReadyForQuery, sent after the COMMIT) and closes the client's
     connection instead."""
 
-    def __init__(self, upstream: tuple[str, int]) -> None:
-        self.upstream = upstream
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port: int = self.listener.getsockname()[1]
+    def __init__(self, url: str) -> None:
         self.armed = threading.Event()
         self.cut = threading.Event()
-        self.ends: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
+        super().__init__(url)
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            server = socket.create_connection(self.upstream)
-            self.ends += [client, server]
-            marked = threading.Event()
-            threading.Thread(target=self._up, args=(client, server, marked), daemon=True).start()
-            threading.Thread(target=self._down, args=(server, client, marked), daemon=True).start()
+    def pair(self, client: socket.socket, server: socket.socket) -> None:
+        marked = threading.Event()
+        start(self._up, client, server, marked)
+        start(self._down, server, client, marked)
 
     def _up(self, client: socket.socket, server: socket.socket, marked: threading.Event) -> None:
-        while data := _recv(client):
+        while data := recv(client):
             if self.armed.is_set() and MARKER in data:
                 self.armed.clear()
                 marked.set()
@@ -72,7 +60,7 @@ class CutAfterCommit:
 
     def _down(self, server: socket.socket, client: socket.socket, marked: threading.Event) -> None:
         buffer = b""
-        while data := _recv(server):
+        while data := recv(server):
             buffer += data
             while len(buffer) >= 5 and len(buffer) >= 1 + int.from_bytes(buffer[1:5], "big"):
                 size = 1 + int.from_bytes(buffer[1:5], "big")
@@ -81,34 +69,14 @@ class CutAfterCommit:
                     client.sendall(message)
                 elif message[:1] == b"Z":  # committed: the answer is lost on its way
                     for end in (client, server):
-                        _hang_up(end)
+                        hang_up(end)
                     self.cut.set()
                     return
-
-    def close(self) -> None:
-        self.listener.close()
-        for end in self.ends:
-            _hang_up(end)
-
-
-def _hang_up(end: socket.socket) -> None:
-    """Close both ways at once (a plain close would wait for the other thread's recv)."""
-    with contextlib.suppress(OSError):  # the other side hung up first
-        end.shutdown(socket.SHUT_RDWR)
-    end.close()
-
-
-def _recv(end: socket.socket) -> bytes:
-    try:
-        return end.recv(65536)
-    except OSError:
-        return b""
 
 
 @pytest.fixture
 def proxy(blank_postgres_url: str) -> Iterator[CutAfterCommit]:
-    parts = urlsplit(blank_postgres_url)
-    made = CutAfterCommit((parts.hostname or "127.0.0.1", parts.port or 5432))
+    made = CutAfterCommit(blank_postgres_url)
     yield made
     made.close()
 
@@ -116,9 +84,7 @@ def proxy(blank_postgres_url: str) -> Iterator[CutAfterCommit]:
 def test_an_ending_committed_but_unheard_is_told_as_accepted(
     blank_postgres_url: str, proxy: CutAfterCommit
 ) -> None:
-    parts = urlsplit(blank_postgres_url)
-    netloc = f"{parts.username}@127.0.0.1:{proxy.port}"
-    through = urlunsplit(parts._replace(netloc=netloc, query="sslmode=disable&gssencmode=disable"))
+    through = proxy.url(blank_postgres_url, "sslmode=disable&gssencmode=disable")
     with open_store(blank_postgres_url) as direct:
         direct.task_create(NewTask(topic="t", name="n"))
         [task] = direct.task_reserve(ReserveParams(owner="w:1:x", topics=["t"]))

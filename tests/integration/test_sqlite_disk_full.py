@@ -9,11 +9,10 @@ removes, while a real ``tenure worker`` process runs the task.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from chaos.scenarios.sqlite_faults import DiskUnavailable, fill, small_disk
+from chaos.scenarios.sqlite_faults import fill
 
 from tenure import Status
 from tenure.store import open_store
@@ -21,15 +20,6 @@ from tests.apps.basic import holds
 from tests.integration.workers import WorkerProcess, enqueue, wait_until
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def disk(tmp_path: Path) -> Iterator[Path]:
-    try:
-        with small_disk(tmp_path, size="16m") as mounted:
-            yield mounted
-    except DiskUnavailable as exc:
-        pytest.skip(str(exc))
 
 
 def test_an_ending_written_while_the_disk_is_full_is_kept_not_rerun(

@@ -11,25 +11,14 @@ skipped with the reason.
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from chaos.scenarios.sqlite_faults import DiskUnavailable, small_disk
 
 from tenure.errors import StoreError
 from tenure.store import NewTask, open_store
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def disk(tmp_path: Path) -> Iterator[Path]:
-    try:
-        with small_disk(tmp_path, size="16m") as mounted:
-            yield mounted
-    except DiskUnavailable as exc:
-        pytest.skip(str(exc))
 
 
 def immutable(path: Path, on: bool) -> None:

@@ -19,46 +19,35 @@ import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
 from tenure import Status
 from tenure.store import open_store
 from tests.apps import basic
+from tests.integration.proxies import Proxy, recv, start
 from tests.integration.workers import WorkerProcess, enqueue, wait_until
 
 LEASE = 2.0
 
 
-class Cable:
-    """A proxy to ``upstream`` that passes bytes until :attr:`cut` is set (by
-    the test, or by bytes containing :attr:`cut_at` passing), then holds them,
-    never closing anything, until :attr:`healed` is set."""
+class Cable(Proxy):
+    """A proxy that passes bytes until :attr:`cut` is set (by the test, or by
+    bytes containing :attr:`cut_at` passing), then holds them, never closing
+    anything, until :attr:`healed` is set."""
 
-    def __init__(self, upstream: tuple[str, int]) -> None:
-        self.upstream = upstream
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port: int = self.listener.getsockname()[1]
+    def __init__(self, url: str) -> None:
         self.cut = threading.Event()
         self.healed = threading.Event()
         self.cut_at: bytes | None = None
-        self.ends: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
+        super().__init__(url)
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            server = socket.create_connection(self.upstream)
-            self.ends += [client, server]
-            for one, other in ((client, server), (server, client)):
-                threading.Thread(target=self._pass, args=(one, other), daemon=True).start()
+    def pair(self, client: socket.socket, server: socket.socket) -> None:
+        start(self._pass, client, server)
+        start(self._pass, server, client)
 
     def _pass(self, source: socket.socket, sink: socket.socket) -> None:
-        while data := _recv(source):
+        while data := recv(source):
             if self.cut_at is not None and self.cut_at in data:
                 self.cut.set()
             if self.cut.is_set():
@@ -68,24 +57,12 @@ class Cable:
 
     def close(self) -> None:
         self.healed.set()
-        self.listener.close()
-        for end in self.ends:
-            with contextlib.suppress(OSError):
-                end.shutdown(socket.SHUT_RDWR)
-            end.close()
-
-
-def _recv(end: socket.socket) -> bytes:
-    try:
-        return end.recv(65536)
-    except OSError:
-        return b""
+        super().close()
 
 
 @pytest.fixture
 def cable(blank_postgres_url: str) -> Iterator[Cable]:
-    parts = urlsplit(blank_postgres_url)
-    made = Cable((parts.hostname or "127.0.0.1", parts.port or 5432))
+    made = Cable(blank_postgres_url)
     yield made
     made.close()
 
@@ -93,8 +70,7 @@ def cable(blank_postgres_url: str) -> Iterator[Cable]:
 def test_a_worker_whose_round_trips_hang_abandons_its_task_when_its_lease_runs_out(
     blank_postgres_url: str, cable: Cable, tmp_path: Path
 ) -> None:
-    parts = urlsplit(blank_postgres_url)
-    through = urlunsplit(parts._replace(netloc=f"{parts.username}@127.0.0.1:{cable.port}"))
+    through = cable.url(blank_postgres_url)
     gate, began = tmp_path / "gate", tmp_path / "began"
     with open_store(blank_postgres_url) as store:
         worker = WorkerProcess(
@@ -117,8 +93,7 @@ def test_a_worker_whose_round_trips_hang_abandons_its_task_when_its_lease_runs_o
 def test_a_reservation_answered_after_its_lease_ran_out_is_not_run(
     blank_postgres_url: str, cable: Cable, tmp_path: Path
 ) -> None:
-    parts = urlsplit(blank_postgres_url)
-    through = urlunsplit(parts._replace(netloc=f"{parts.username}@127.0.0.1:{cable.port}"))
+    through = cable.url(blank_postgres_url)
     gate = tmp_path / "gate"
     gate.touch()  # the task ends as soon as it runs, wherever
     processes: list[WorkerProcess] = []
