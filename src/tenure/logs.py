@@ -17,8 +17,10 @@ them, a burst in one write. The queue is bounded: a stream that cannot keep up
 slows the loggers down instead of filling memory. ``flush()`` waits until what
 was queued is written (a worker flushes before it returns), and closing the
 handler — :func:`logging.shutdown` does it at exit — writes the rest and stops
-the thread. A process killed by SIGKILL loses the lines still queued; one forked
-from a logging process writes its own lines directly.
+the thread. An uncaught exception's traceback is printed after the lines queued
+before it, never in the middle of them. A process killed by SIGKILL loses the
+lines still queued; one forked from a logging process writes its own lines
+directly.
 """
 
 from __future__ import annotations
@@ -302,6 +304,31 @@ def _after_fork() -> None:
 os.register_at_fork(after_in_child=_after_fork)
 
 
+def _flush_all() -> None:
+    for handler in list(_LIVE):
+        handler.flush()
+
+
+def _print_after_flush(excepthook: Any) -> Any:
+    """``excepthook``, run once the queued lines are written: Python prints an
+    uncaught exception's traceback in pieces, and the writing thread's lines
+    would otherwise land among them, on the same stream."""
+
+    def hook(*info: Any) -> None:
+        _flush_all()
+        excepthook(*info)
+
+    hook.flushes_logs = True  # type: ignore[attr-defined]
+    return hook
+
+
+def _hook_uncaught() -> None:
+    if not getattr(sys.excepthook, "flushes_logs", False):
+        sys.excepthook = _print_after_flush(sys.excepthook)
+    if not getattr(threading.excepthook, "flushes_logs", False):
+        threading.excepthook = _print_after_flush(threading.excepthook)
+
+
 def configure(level: str = "info", fmt: str = "text", stream: TextIO | None = None) -> None:
     """Send every log record at ``level`` or above to ``stream`` (stderr) in
     ``fmt``, through a writing thread (see above); replaces handlers installed
@@ -315,6 +342,7 @@ def configure(level: str = "info", fmt: str = "text", stream: TextIO | None = No
             old.close()
     root.addHandler(Queued(target))
     root.setLevel(level.upper())
+    _hook_uncaught()
     # The connection pool warns of each failed reconnection attempt, a dozen
     # times per outage; tenure reports the operations that fail, in its words.
     # The pool's errors still show.

@@ -237,8 +237,33 @@ def test_a_fatal_error_and_the_lines_before_it_are_written() -> None:
         """
     )
     assert done.returncode == 1
-    entries = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
+    lines = done.stderr.splitlines()
+    entries = [json.loads(line) for line in lines if line.startswith("{")]
     assert len(entries) == 1001
+    # Python's traceback comes after the queued lines, not among them
+    assert lines.index("Traceback (most recent call last):") == len(entries)
     assert entries[-1]["message"] == "worker failed"
     assert "RuntimeError: the store is gone" in entries[-1]["traceback"]
     assert "\nRuntimeError: the store is gone" in done.stderr  # Python's own traceback
+
+
+def test_a_threads_uncaught_exception_is_printed_after_the_queued_lines() -> None:
+    done = run_python(
+        """
+        import logging, threading
+        from tenure import logs
+        logs.configure("info", "json")
+        def work():
+            for number in range(500):
+                logging.getLogger("tenure.worker").info("line %d", number)
+            raise RuntimeError("the thread broke")
+        thread = threading.Thread(target=work, name="busy")
+        thread.start()
+        thread.join()
+        """
+    )
+    lines = done.stderr.splitlines()
+    entries = [line for line in lines if line.startswith("{")]
+    assert len(entries) == 500
+    assert lines.index("Exception in thread busy:") == 500
+    assert lines[-1] == "RuntimeError: the thread broke"
