@@ -118,7 +118,7 @@ SKEW = {
         workers=0,
         concurrency=8,
         workloads=(tasks(1000, 41, rate=12, **SKEWED),),
-        faults=2,
+        faults=1,
         every=(1.0, 1.5),
         drain=120,
     ),

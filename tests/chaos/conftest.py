@@ -1,4 +1,6 @@
-"""Fixtures of the chaos suite's tests: the private PostgreSQL cluster.
+"""Fixtures of the chaos suite's tests: the private PostgreSQL cluster, and the
+quick runs that a scenario test and tamper tests share (sigkill-storm with the
+followers' tests, poison with its checks' tests).
 
 Without Debian's postgresql-15 binaries (or psycopg) the tests that need a
 private cluster are skipped with one line of reason naming the package, unless
@@ -14,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from chaos.cluster import ClusterUnavailable, PrivateCluster, binaries
+from chaos.scenarios import Outcome, run
 
 from tests.conftest import _require_postgres
 
@@ -41,3 +44,17 @@ def cluster(cluster_binaries: Path) -> Iterator[PrivateCluster]:
     """A private cluster of this test, removed after it."""
     with PrivateCluster(cluster_binaries) as made:
         yield made
+
+
+@pytest.fixture(scope="session")
+def storm(tmp_path_factory: pytest.TempPathFactory) -> Outcome:
+    """The quick sigkill-storm run on SQLite, with its followers: the scenario
+    test checks it, and the followers' tamper tests check it again."""
+    return run("sigkill-storm", "sqlite", "quick", tmp_path_factory.mktemp("storm"))
+
+
+@pytest.fixture(scope="session")
+def poison(tmp_path_factory: pytest.TempPathFactory) -> Outcome:
+    """The quick poison run on SQLite: the scenario test checks it, and the
+    poison checks' tamper tests check it again."""
+    return run("poison", "sqlite", "quick", tmp_path_factory.mktemp("poison"))

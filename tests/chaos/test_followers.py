@@ -1,5 +1,5 @@
-"""The event followers' checks catch what they are there to catch: a clean
-sigkill-storm run with followers (one of them SIGKILLed and resumed) is checked
+"""The event followers' checks catch what they are there to catch: the clean
+quick sigkill-storm run with followers (SIGKILLed and resumed) is checked
 again with its followers' journals tampered with, one way at a time (an event
 dropped, two events swapped, an event delivered twice across a resume, a
 follower that resumed past an event, an event the log never had), and the
@@ -17,7 +17,7 @@ import pytest
 from chaos.checker import Bounds, Verdict, _i7
 from chaos.evidence import Evidence, Execution
 from chaos.follower import PREFIX, journal_path, position
-from chaos.scenarios import Plan, run, tasks
+from chaos.scenarios import SCENARIOS, Outcome
 
 from tenure.task import Status, Task
 from tests.chaos import tampering
@@ -25,27 +25,18 @@ from tests.chaos.tampering import Records
 
 pytestmark = pytest.mark.slow
 
-SMALL = Plan(
-    workers=2,
-    concurrency=3,
-    workloads=(tasks(60, 41, durations=(0.1, 0.6)), tasks(60, 42, durations=(0.1, 0.6))),
-    faults=2,  # the second worker kill comes with a follower's
-    every=(1.0, 1.5),
-    drain=120,
-    followers=2,
-)
+PLAN = SCENARIOS["sigkill-storm"].plans["quick"]
 
 
 @pytest.fixture(scope="module")
-def clean_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("followers")
-    outcome = run("sigkill-storm", "sqlite", "quick", folder, plan=SMALL)
+def clean_run(storm: Outcome) -> Path:
+    outcome = storm
     figures = outcome.verdict.figures
     assert not outcome.verdict.violations, outcome.line()
-    assert (figures.followers, figures.follower_kills) == (2, 1)
-    assert figures.kills == 2  # the follower's kill is not a worker's
+    assert (figures.followers, figures.follower_kills) == (2, PLAN.faults // 2)
+    assert figures.kills == PLAN.faults  # the followers' kills are not workers'
     assert figures.delivered > 0 and figures.undelivered == figures.redelivered == 0
-    return folder
+    return outcome.folder
 
 
 def recheck(clean: Path, tmp_path: Path, tamper: Callable[[Records], None]) -> Verdict:
@@ -60,7 +51,7 @@ def recheck(clean: Path, tmp_path: Path, tamper: Callable[[Records], None]) -> V
             )
         )
 
-    return tampering.recheck(clean, tmp_path, SMALL, killed_slot)
+    return tampering.recheck(clean, tmp_path, PLAN, killed_slot)
 
 
 def resumes(records: Records) -> list[int]:

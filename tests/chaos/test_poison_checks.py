@@ -1,5 +1,5 @@
 """The poison scenario's checks catch what they are there to catch: the
-journals of a clean poison run are tampered with, one promise at a time (an
+journals of the clean quick poison run are tampered with, one promise at a time (an
 attempt that died without being counted, a task stopped short of its maximum,
 healthy tasks slowed beside the poison), and the checker names exactly that
 promise."""
@@ -11,25 +11,14 @@ from pathlib import Path
 
 import pytest
 from chaos.checker import Verdict
-from chaos.poison import KINDS
-from chaos.scenarios import Plan, run, tasks
+from chaos.scenarios import SCENARIOS, Outcome, Plan, run, tasks
 
 from tests.chaos import tampering
 from tests.chaos.tampering import Records
 
 pytestmark = pytest.mark.slow
 
-HEALTHY = {"durations": (0.05, 0.15), "flaky": 0, "doomed": 0, "priorities": (0,)}
-DYING = tuple(kind for kind in KINDS if kind != "hang")
-SMALL = Plan(
-    workers=2,
-    concurrency=3,
-    pool="processes",
-    phase=(tasks(60, 21, **HEALTHY),),
-    # No task that hangs: its timeout kills a child, which may hit the pool bug below.
-    workloads=(tasks(60, 22, **HEALTHY), tasks(4, 23, rate=5.0, batch=1, poison=DYING)),
-    drain=120,
-)
+PLAN = SCENARIOS["poison"].plans["quick"]
 POOL_BUG = Plan(
     workers=1,
     concurrency=4,
@@ -44,16 +33,14 @@ POOL_BUG = Plan(
 
 
 @pytest.fixture(scope="module")
-def clean_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("poison")
-    outcome = run("poison", "sqlite", "quick", folder, plan=SMALL)
-    assert not outcome.verdict.violations, outcome.line()
-    assert outcome.verdict.figures.deaths == 6
-    return folder
+def clean_run(poison: Outcome) -> Path:
+    assert not poison.verdict.violations, poison.line()
+    assert poison.verdict.figures.deaths == 15
+    return poison.folder
 
 
 def recheck(clean: Path, tmp_path: Path, tamper: Callable[[dict[str, Records]], None]) -> Verdict:
-    return tampering.recheck(clean, tmp_path, SMALL, tamper)
+    return tampering.recheck(clean, tmp_path, PLAN, tamper)
 
 
 def every(files: dict[str, Records], kind: str) -> Records:

@@ -1,7 +1,8 @@
-"""The clock-skew scenario's quick profile on both stores (workers at -2 h and
-+2 h by libfaketime, a jump, the scheduler skewed, skewed owners SIGKILLed),
-and its monotonic I8 check catching what it is there to catch: the journals of
-a clean run tampered with (an execution that ran again too late, or never)."""
+"""The clock-skew scenario's quick profile on SQLite (on PostgreSQL in ``make
+chaos``): workers at -2 h and +2 h by libfaketime, a jump, the scheduler
+skewed, skewed owners SIGKILLed; and its monotonic I8 check catching what it
+is there to catch: the journals of that clean run tampered with (an execution
+that ran again too late, or never)."""
 
 from __future__ import annotations
 
@@ -45,13 +46,8 @@ def clean_run(clean_outcome: Outcome) -> Path:
     return clean_outcome.folder
 
 
-def test_clock_skew(
-    backend: str, store_url: str, tmp_path: Path, request: pytest.FixtureRequest
-) -> None:
-    if backend == "sqlite":  # the module's one SQLite run
-        outcome: Outcome = request.getfixturevalue("clean_outcome")
-    else:
-        outcome = run("clock-skew", backend, "quick", tmp_path, url=store_url)
+def test_clock_skew(clean_outcome: Outcome) -> None:
+    outcome = clean_outcome
 
     assert_clean(outcome)
     figures = outcome.verdict.figures

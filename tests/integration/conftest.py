@@ -1,4 +1,5 @@
-"""Fixtures of the tests that run real ``tenure worker`` processes."""
+"""Fixtures of the integration tests: real ``tenure worker`` processes, a small
+disk to fill, and a PostgreSQL database holding a million tasks."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import _require_postgres
+from tenure.store import open_store
+from tests.conftest import _require_postgres, own_database
 from tests.integration.workers import WorkerProcess
 
 
@@ -46,3 +48,16 @@ def disk(tmp_path: Path) -> Iterator[Path]:
         if _require_postgres():
             pytest.fail(str(exc), pytrace=False)
         pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="session")
+def million_url(postgres_url: str) -> Iterator[str]:
+    """A PostgreSQL database of its own holding 1,000,000 tasks
+    (:mod:`tests.integration.million`), made once for the tests that only read
+    it (the dashboard's and the metrics' at scale), and dropped after the run."""
+    from tests.integration.million import fill_million
+
+    with own_database("tenure_million") as url:
+        with open_store(url) as store:
+            fill_million(store, url)
+        yield url
