@@ -154,7 +154,12 @@ def test_sigstopped_worker_loses_its_tasks_and_cannot_write_after_sigcont(
     not FAKETIME_LIB.exists() and os.environ.get("CI") != "true",
     reason="libfaketime is not installed (apt-get install faketime)",
 )
-@pytest.mark.parametrize(("worker_skew", "scheduler_skew"), [("+2h", "-2h"), ("-2h", "+2h")])
+# Each store in one direction (the chaos suite's clock-skew scenario runs both).
+@pytest.mark.parametrize(
+    ("backend", "worker_skew", "scheduler_skew"),
+    [("sqlite", "+2h", "-2h"), ("postgres", "-2h", "+2h")],
+    indirect=["backend"],
+)
 def test_skewed_clocks_never_revoke_live_leases_and_still_recover_dead_ones(
     store: Store,
     store_url: str,
@@ -356,6 +361,8 @@ def _tick_second(task_id: str) -> float:
     return datetime.fromisoformat(task_id.split(":", 2)[2]).timestamp()
 
 
+# On PostgreSQL: the chaos suite's scheduler-election scenario runs on SQLite.
+@pytest.mark.parametrize("backend", ["postgres"], indirect=True)
 def test_cron_every_second_with_three_schedulers_racing_runs_each_tick_once(
     store: Store, store_url: str, processes: list[WorkerProcess]
 ) -> None:
