@@ -23,7 +23,7 @@ PENDING_INDEXES = {"tasks_pending", "tasks_pending_by_topic"}
 @pytest.fixture(scope="module")
 def history(postgres_url: str) -> Iterator[PostgresStore]:
     """A store whose table holds a million done tasks and a few pending ones."""
-    _empty_postgres(postgres_url)
+    _empty_postgres(postgres_url, truncate=True)
     store = PostgresStore(postgres_url)
     with psycopg.connect(postgres_url) as conn:
         # The history needs no events: the creation trigger is off for the load
@@ -43,7 +43,7 @@ def history(postgres_url: str) -> Iterator[PostgresStore]:
     store.task_create_many([NewTask(topic="t", name="n") for _ in range(20)])
     yield store
     store.close()
-    _empty_postgres(postgres_url)  # leave no million rows to the next test
+    _empty_postgres(postgres_url, truncate=True)  # leave no million rows to the next test
 
 
 def explain(url: str, query: str, params: dict[str, Any]) -> dict[str, Any]:

@@ -31,7 +31,7 @@ def interleaved(postgres_url: str) -> Iterator[PostgresStore]:
     1,999 times in order (each copy a group of its own), so every status and
     group is spread over the whole table: the case where walking the primary
     key and skipping rows is the slow way."""
-    _empty_postgres(postgres_url)
+    _empty_postgres(postgres_url, truncate=True)
     store = PostgresStore(postgres_url)
     for n in range(100):
         status = (Status.DONE, Status.FAILED, Status.PENDING, Status.CANCELLED)[n % 4]
@@ -65,7 +65,7 @@ def interleaved(postgres_url: str) -> Iterator[PostgresStore]:
         conn.execute("VACUUM ANALYZE tasks")
     yield store
     store.close()
-    _empty_postgres(postgres_url)
+    _empty_postgres(postgres_url, truncate=True)
 
 
 def listing(**filters: Any) -> dict[str, Any]:
