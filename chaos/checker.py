@@ -16,7 +16,9 @@ is read). Each violation names its invariant, its task and what was seen.
   execution matches a reservation in the event log (same attempt and owner),
   each token runs at most once, and every reservation without an execution
   belongs to an owner that was killed or paused after it (or a server restart),
-  or was released by it unrun (answered after its lease: never run).
+  or that handed it back unrun (answered after its lease: the worker's
+  warning, journaled as ``handback``), whether its release came before the
+  supervisor's revoke or after.
 - **I5** two executions of one task overlap only while the older one's process
   was paused (until SIGCONT and one keepalive interval more) or dead, never
   while both could keep their leases alive (to within ``slack``).
@@ -69,7 +71,6 @@ from chaos.locks import locks
 from chaos.partitions import partitions
 from chaos.skews import clocks
 from chaos.verdict import Bounds, Figures, Verdict, Violation
-from tenure.store.types import Event
 from tenure.task import Status
 
 STORE_SLACK = 1.0
@@ -188,12 +189,11 @@ def _i4(ev: Evidence, _: Bounds, out: Verdict) -> None:
                     f"attempt {run.attempt} ran on {run.owner}, which the store never granted it",
                 )
         started = {(run.attempt, run.owner) for run in runs}
-        events = ev.events.get(task.id, [])
         for event in granted:
             if (
                 (event.attempt, event.owner) not in started
                 and not _lost_to_a_fault(ev, event.owner, as_seconds(event))
-                and not _handed_back(events, event)
+                and (task.id, event.attempt, owner_pid(event.owner)) not in ev.handed_back
             ):
                 out.add(
                     "I4",
@@ -201,19 +201,6 @@ def _i4(ev: Evidence, _: Bounds, out: Verdict) -> None:
                     f"attempt {event.attempt} was granted to {event.owner} "
                     "and never started, with no fault to explain it",
                 )
-
-
-def _handed_back(events: list[Event], grant: Event) -> bool:
-    """Whether the owner released ``grant`` unrun (its answer came after its
-    lease): the task's next transition is back to pending, by that owner, the
-    attempt given back (a revoke keeps it)."""
-    later = events[events.index(grant) + 1 :]
-    return bool(later) and (
-        later[0].from_status is Status.RUNNING
-        and later[0].to_status is Status.PENDING
-        and later[0].owner == grant.owner
-        and later[0].attempt == grant.attempt - 1
-    )
 
 
 def _lost_to_a_fault(ev: Evidence, owner: str | None, at: float) -> bool:

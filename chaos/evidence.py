@@ -112,6 +112,9 @@ class Evidence:
     """The cursor of every event of the store's log, in the log's order."""
     deliveries: dict[int, list[Record]] = field(default_factory=dict)
     """Per follower slot, its ``resume`` and ``seen`` records in journal order."""
+    handed_back: set[tuple[str, int, int]] = field(default_factory=set)
+    """(task, attempt, pid) of each reservation its worker handed back unrun,
+    the answer having come after its lease."""
     drained: bool = False
     cut_short: int = 0
     unreadable: int = 0
@@ -132,6 +135,8 @@ def gather(folder: Path, store: Store) -> Evidence:
     _poisoned(reading, evidence)
     for r in reading.of_kind("resume", "seen"):
         evidence.deliveries.setdefault(r["slot"], []).append(r)
+    for r in reading.of_kind("handback"):
+        evidence.handed_back.add((str(r.get("task")), r.get("attempt") or 0, r.get("pid") or 0))
     evidence.tasks, evidence.events = read_store(store, evidence.log)
     return evidence
 

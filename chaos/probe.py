@@ -14,6 +14,11 @@ Hooks append ``ack`` once the store accepted an ending (``succeeded``,
 after the write, on a thread of their own, so an ``ack`` may be missing (its
 worker was killed meanwhile), never early.
 
+A reservation answered after its lease is never run: the worker hands each
+of its tasks back with a warning (:data:`~tenure.worker.worker.HANDED_BACK`),
+which a logging handler turns into a ``handback`` line (task, attempt, pid),
+so the checker knows why that attempt was granted and never started.
+
 The App's store comes from ``--url`` (or ``$TENURE_URL``); the journals' folder
 from ``$TENURE_CHAOS_JOURNALS``. :func:`declare` puts the same task on another
 App (a deliberately broken build in the tests).
@@ -22,6 +27,7 @@ App (a deliberately broken build in the tests).
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from collections.abc import Coroutine
 from functools import partial
@@ -33,6 +39,7 @@ from chaos.poison import declare as declare_poison
 from tenure.function import TaskFunction
 from tenure.hooks import HookKind, Outcome
 from tenure.retry import Backoff
+from tenure.worker.worker import HANDED_BACK
 
 NAME = "chaos.probe"
 TOPIC = "chaos"
@@ -85,6 +92,19 @@ def _acknowledged(kind: HookKind, outcome: Outcome) -> None:
     )
 
 
+class _HandBacks(logging.Handler):
+    """Journals each task the worker hands back unrun."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.msg is HANDED_BACK:
+            of_process("probe").write(
+                "handback",
+                task=getattr(record, "task_id", None),
+                attempt=getattr(record, "attempt", None),
+                pid=os.getpid(),
+            )
+
+
 def declare(on: tenure.App) -> Probe:
     """Declare the probe task and its journaling hooks on the App ``on``."""
     function: Probe = on.task(name=NAME, topic=TOPIC, retries=MAX_ATTEMPTS - 1, backoff=BACKOFF)(
@@ -92,6 +112,9 @@ def declare(on: tenure.App) -> Probe:
     )
     for kind in ACCEPTED:
         on.on(kind)(partial(_acknowledged, kind))
+    worker_log = logging.getLogger("tenure.worker")
+    if not any(isinstance(h, _HandBacks) for h in worker_log.handlers):
+        worker_log.addHandler(_HandBacks())
     return function
 
 

@@ -2,9 +2,10 @@
 connection-kills scenario ends them.
 
 Every connection tenure opens names itself ``tenure-<role>`` in
-``pg_stat_activity`` (``tenure-store``, ``tenure-store-listener`` …). The name
-says what a session is for, not which process holds it, so each session is
-traced to its process by the port it connects from: the harness's processes'
+``pg_stat_activity`` (``tenure-worker``, ``tenure-scheduler-listener``,
+``tenure-app`` for the producers …). The name says what a process is for, not
+which process it is, so each session is traced to its process by the port it
+connects from: the harness's processes'
 sockets, read from ``/proc``, say which pid owns which local port. Only
 sessions of the scenario's own database and of its own processes are ever
 terminated.

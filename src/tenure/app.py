@@ -72,6 +72,11 @@ class App:
         """Given the tasks each enqueue stored, returns them as they are now
         (:func:`tenure.testing.eager` runs them here)."""
         self.observations: list[Observation] = []
+        self.role = "app"
+        """What this process is to the store, set before it is opened: PostgreSQL
+        names its sessions ``tenure-<role>`` (``tenure-worker``,
+        ``tenure-scheduler``, ``tenure-http``; ``tenure-app`` for your own
+        code's enqueues), so ``pg_stat_activity`` tells them apart."""
 
     @property
     def max_payload_bytes(self) -> int:
@@ -118,8 +123,10 @@ class App:
     def store(self) -> Store:
         """The store, opened (and migrated, unless told not to) on first use."""
         options: dict[str, object] = {"max_payload_bytes": self.max_payload_bytes}
-        if not self.migrate and not self.url.startswith("sqlite"):
-            options["migrate"] = False
+        if not self.url.startswith("sqlite"):
+            options["role"] = self.role
+            if not self.migrate:
+                options["migrate"] = False
         return open_store(self.url, **options)
 
     @cached_property

@@ -9,6 +9,9 @@ time, and the checker names exactly that promise.
 
 from __future__ import annotations
 
+import importlib
+import logging
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,9 +19,12 @@ from typing import Any
 import pytest
 from chaos.checker import Verdict, check
 from chaos.evidence import gather
+from chaos.journal import FOLDER_VARIABLE, read_folder
 from chaos.scenarios import Plan, run, tasks
 
+from chaos import journal
 from tenure.store import open_store
+from tenure.worker.worker import HANDED_BACK
 from tests.chaos import tampering
 from tests.chaos.tampering import Records
 
@@ -140,3 +146,37 @@ def test_a_line_that_does_not_parse_is_caught(clean_run: Path, tmp_path: Path) -
     with open_store(f"sqlite:///{clean_run / 'chaos.db'}") as store:
         evidence = gather(tmp_path / "journals", store)
     assert check(evidence, tampering.bounds(SMALL)).codes() == {"J"}
+
+
+def test_a_grant_never_started_is_caught_unless_its_worker_handed_it_back(
+    clean_run: Path, tmp_path: Path
+) -> None:
+    def never_started(handed_back: bool) -> Callable[[dict[str, Records]], None]:
+        def tamper(files: dict[str, Records]) -> None:
+            start = first(files, k="start", attempt=1)
+            records = next(records for records in files.values() if start in records)
+            records[:] = [r for r in records if r.get("task") != start["task"]]
+            if handed_back:  # what the probe's handler writes for the worker's warning
+                records.append({**start, "k": "handback"})
+
+        return tamper
+
+    def unstarted(verdict: Verdict) -> list[str]:
+        return [v.message for v in verdict.violations if "never started" in v.message]
+
+    assert unstarted(recheck(clean_run, tmp_path / "dropped", never_started(False)))
+    assert not unstarted(recheck(clean_run, tmp_path / "handed", never_started(True)))
+
+
+def test_the_probe_journals_each_task_its_worker_hands_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    importlib.import_module("chaos.probe")  # the App of the chaos workers installs the handler
+    monkeypatch.setenv(FOLDER_VARIABLE, str(tmp_path))
+    monkeypatch.setattr(journal, "_opened", {})  # this process's journals, opened afresh
+    extra = {"task_id": "t-1", "attempt": 2}
+    logging.getLogger("tenure.worker").warning(HANDED_BACK, "t-1", 2, 3.5, extra=extra)
+    logging.getLogger("tenure.worker").warning("another warning", extra=extra)
+
+    [line] = read_folder(tmp_path).of_kind("handback")
+    assert (line["task"], line["attempt"], line["pid"]) == ("t-1", 2, os.getpid())

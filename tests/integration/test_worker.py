@@ -366,3 +366,27 @@ def test_process_pool_runs_tasks_in_child_processes(store: Store, start) -> None
     assert done.status is Status.DONE
     assert done.result["pid"] not in (worker.pid, os.getpid())
     assert done.result["attempt"] == 1 and done.result["token"] == done.lease_token
+
+
+@pytest.mark.parametrize("backend", ["postgres"], indirect=True)
+def test_postgresql_names_a_workers_sessions_by_its_role(  # type: ignore[no-untyped-def]
+    store: Store, store_url: str, start
+) -> None:
+    import psycopg
+
+    worker = start()
+    done = enqueue(store, basic.add, 2, 3)  # a task run: the pool's sessions are in use
+    assert wait_until(store, done.id, finished).result == 5
+
+    with psycopg.connect(store_url) as conn:
+        names = {
+            name
+            for (name,) in conn.execute(
+                "SELECT application_name FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                " AND client_port IS NOT NULL"
+            )
+        }
+    # Its own sessions; the test's store is an App's in the test process.
+    assert {"tenure-worker", "tenure-worker-listener"} <= names
+    assert worker.process.poll() is None

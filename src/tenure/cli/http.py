@@ -156,6 +156,7 @@ def _token() -> str | None:
 def _app(args: argparse.Namespace) -> App:
     """The App, on ``--url`` if given, its store opened now if it can be."""
     app = load_app(args.app)
+    app.role = "http"
     if args.url:
         app.use(args.url)
     refuse_private(app.url)

@@ -145,9 +145,10 @@ def csv(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
-def _served_app(args: argparse.Namespace) -> App:
+def _served_app(args: argparse.Namespace, role: str) -> App:
     logs.configure(args.log_level, args.log_format)
     app = load_app(args.app)
+    app.role = role
     if args.url:
         app.use(args.url)
     refuse_private(app.url)
@@ -166,7 +167,7 @@ def refuse_private(url: str) -> None:
 
 def run_scheduler(args: argparse.Namespace) -> int:
     """``tenure scheduler``: stand by, and run the cycle while elected, until a signal."""
-    app = _served_app(args)
+    app = _served_app(args, "scheduler")
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
@@ -179,7 +180,7 @@ def run_scheduler(args: argparse.Namespace) -> int:
 
 def run_worker(args: argparse.Namespace) -> int:
     """``tenure worker``: load the App, point it at ``--url``, run until stopped."""
-    app = _served_app(args)
+    app = _served_app(args, "worker")
     scheduling: dict[str, Any] = _scheduling(args)
     if args.metrics_port is not None:
         scheduling["on_cycle"] = _serve_metrics(app, args.metrics_host, args.metrics_port)

@@ -65,6 +65,9 @@ RESERVE_RETRY_MAX = 5.0
 back after a long outage gets its workers back within this (and a log line
 every few seconds is no flood)."""
 
+HANDED_BACK = "task %s (attempt %d) reserved, but the answer took %.1fs, past its lease: not run"
+"""The warning of each task handed back unrun (:meth:`Worker._hand_back`)."""
+
 
 class Worker:
     """Runs the tasks of one App. ``run()`` blocks until stopped and returns 0."""
@@ -288,12 +291,19 @@ class Worker:
         a pause, a long wait for SQLite's write lock) may run elsewhere already:
         never run here. Each is released, fenced by its lease: back to pending at
         once if the lease still holds, refused (and left to the supervisor) if not."""
-        log.warning(
-            "reserved %d task(s), but the answer took %.1fs, past their lease: not run",
-            len(tasks),
-            took,
-        )
         for task in tasks:
+            log.warning(
+                HANDED_BACK,
+                task.id,
+                task.attempts,
+                took,
+                extra={
+                    "task_id": task.id,
+                    "task_name": task.name,
+                    "topic": task.topic,
+                    "attempt": task.attempts,
+                },
+            )
             with contextlib.suppress(TenureError):
                 store.task_release(Lease(task.id, self.owner, task.lease_token or 0))
 
