@@ -7,8 +7,11 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from tenure import open_store
 from tenure.store import NewTask
+from tenure.store.sqlite import watching
 from tenure.store.sqlite.backend import SQLiteStore
 
 
@@ -70,3 +73,27 @@ def test_a_subscribed_event_is_set_by_an_enqueue_of_its_topic(tmp_path: Path) ->
         assert wake.wait(5)
     finally:
         stop()
+
+
+def test_a_waiter_looks_less_often_after_a_quiet_second_and_often_again_after_news(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = f"sqlite:///{tmp_path / 'w.db'}"
+    watcher, writer = open_store(url), open_store(url)
+    pauses: list[float] = []
+    real_sleep = time.sleep
+
+    def sleep(seconds: float) -> None:
+        pauses.append(seconds)
+        real_sleep(seconds)
+
+    monkeypatch.setattr(watching.time, "sleep", sleep)
+    assert watcher.task_wait(["mail"], watching.QUIET_AFTER + 0.3) is False
+    assert pauses[0] == watching.WATCH_INTERVAL
+    assert pauses[-2] == watching.QUIET_INTERVAL  # the last may be cut by the timeout
+
+    threading.Timer(0.1, writer.task_create, [NewTask(topic="mail", name="send")]).start()
+    assert watcher.task_wait(["mail"], 20) is True
+    pauses.clear()
+    assert watcher.task_wait(["mail"], 0.05) is False  # nothing new since
+    assert set(pauses[:-1]) == {watching.WATCH_INTERVAL}  # news just came: looking often

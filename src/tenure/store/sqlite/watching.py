@@ -3,7 +3,12 @@
 ``PRAGMA data_version`` changes when another connection commits, and reading it
 costs no I/O (it is kept in the WAL index, in shared memory), so a waiting worker
 or follower looks at it every couple of milliseconds and reads the tables only
-when it moved.
+when it moved. A second after its last news (a runnable task, an event) it
+looks every 10 ms instead: an idle worker then costs a fraction of the CPU
+(its scheduler's and heartbeat's commits move the counter too, so "idle"
+cannot mean "nothing committed"), and the first task after a quiet spell
+waits 5 ms more on average, while work that keeps coming is still picked up
+within milliseconds.
 """
 
 from __future__ import annotations
@@ -21,6 +26,10 @@ from tenure.store.validate import seconds as validate_seconds
 
 WATCH_INTERVAL = 0.002
 """Seconds between two looks at the change counter."""
+QUIET_INTERVAL = 0.01
+"""Seconds between two looks once the counter has not moved for QUIET_AFTER."""
+QUIET_AFTER = 1.0
+"""Seconds without news after which the counter is looked at less often."""
 
 
 class Watching:
@@ -54,15 +63,20 @@ class Watching:
         once it moved since this thread's last look for ``what`` and ``news``
         holds."""
         deadline = time.monotonic() + validate_seconds(timeout, "timeout", allow_zero=True)
-        seen = f"seen_{what}"
+        seen, moved = f"seen_{what}", f"moved_{what}"
         while True:
             with self._use() as conn:
                 version = conn.execute(Q["data_version"]).fetchone()[0]
                 changed = version != getattr(self._local, seen, version)
                 setattr(self._local, seen, version)
+                now = time.monotonic()
+                if not hasattr(self._local, moved):
+                    setattr(self._local, moved, now)
                 if changed and news(conn):
+                    setattr(self._local, moved, now)
                     return True
-            left = deadline - time.monotonic()
+            left = deadline - now
             if left <= 0:
                 return False
-            time.sleep(min(WATCH_INTERVAL, left))
+            quiet = now - getattr(self._local, moved) >= QUIET_AFTER
+            time.sleep(min(QUIET_INTERVAL if quiet else WATCH_INTERVAL, left))
