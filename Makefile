@@ -72,7 +72,7 @@ bench-compare: $(COMPARE_STAMP)
 	$(COMPARE_VENV)/bin/python -m benchmarks.compare $(COMPARE_ARGS)
 
 # The chaos suite (chaos/, never in the wheel): every scenario on SQLite and PostgreSQL
-# under sustained faults, about 12 minutes; one figure line per scenario and store, exit
+# under sustained faults, about 30 minutes; one figure line per scenario and store, exit
 # code 1 on any violation. pg-crash makes a private PostgreSQL 15 cluster of its own
 # (Debian's postgresql-15). make chaos CHAOS_ARGS="--quick" for the quick profile,
 # which make test runs too (tests/chaos).
