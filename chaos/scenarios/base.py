@@ -16,6 +16,8 @@ from chaos.producers import Workload
 Profile = Literal["full", "quick"]
 STORES = ("sqlite", "postgres")
 PRIORITIES = (0, 5, 10)
+SHORT = (0.05, 0.3)
+"""Durations of the short tasks that run around a scenario's faults."""
 
 
 @dataclass(frozen=True, slots=True)

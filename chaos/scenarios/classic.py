@@ -17,7 +17,7 @@ from chaos import ChaosError
 from chaos.cluster import Mode, PrivateCluster
 from chaos.harness import Harness
 from chaos.journal import monotonic
-from chaos.scenarios.base import Context, Plan, found, tasks
+from chaos.scenarios.base import SHORT, Context, Plan, found, tasks
 
 
 def baseline(harness: Harness, context: Context) -> None:
@@ -116,8 +116,6 @@ def _listeners(url: str) -> int:
     return int(row[0]) if row else 0
 
 
-SHORT = (0.05, 0.3)
-"""Durations of the tasks around the faults of zombie and pg-crash."""
 LONG = {"batch": 1, "flaky": 0, "doomed": 0}
 """Long tasks for the zombie: one per batch, and none failing on purpose."""
 

@@ -27,7 +27,7 @@ from typing import Any
 from chaos import ChaosError
 from chaos.harness import Harness
 from chaos.journal import monotonic
-from chaos.scenarios.base import Context, Plan, tasks
+from chaos.scenarios.base import SHORT, Context, Plan, tasks
 from chaos.sessions import Session, ports, sessions, summary, terminate
 
 BURST = 0.6
@@ -117,7 +117,6 @@ def _recovered(harness: Harness, conn: Any, since: float) -> None:
         raise ChaosError("no worker left alive after a burst of terminations")
 
 
-SHORT = (0.05, 0.3)
 CONNECTIONS = {  # producers go on until the last burst is over: counts are at most
     "full": Plan(
         workers=4,

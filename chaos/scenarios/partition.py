@@ -15,7 +15,7 @@ from chaos import ChaosError
 from chaos.harness import Harness
 from chaos.journal import monotonic
 from chaos.netns import Network, NetworkCluster
-from chaos.scenarios.base import Context, Plan, found, tasks
+from chaos.scenarios.base import SHORT, Context, Plan, found, tasks
 
 HOSTS = 3
 READY = 60.0
@@ -97,7 +97,6 @@ def _worker(pid: int) -> bool:
         return False
 
 
-SHORT = (0.05, 0.3)
 LONG = {"durations": (3.0, 3.0), "batch": 1, "flaky": 0, "doomed": 0}
 """Tasks of a lease and a half, so a host is cut off in the middle of one."""
 PARTITION = {
