@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 from chaos.cluster import ClusterUnavailable, PrivateCluster, binaries
-from chaos.scenarios import Outcome, run
+from chaos.scenarios import Outcome
 
+from tests.chaos import tampering
 from tests.conftest import _require_postgres
 
 
@@ -50,11 +51,11 @@ def cluster(cluster_binaries: Path) -> Iterator[PrivateCluster]:
 def storm(tmp_path_factory: pytest.TempPathFactory) -> Outcome:
     """The quick sigkill-storm run on SQLite, with its followers: the scenario
     test checks it, and the followers' tamper tests check it again."""
-    return run("sigkill-storm", "sqlite", "quick", tmp_path_factory.mktemp("storm"))
+    return tampering.quick_run("sigkill-storm", tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
 def poison(tmp_path_factory: pytest.TempPathFactory) -> Outcome:
     """The quick poison run on SQLite: the scenario test checks it, and the
     poison checks' tamper tests check it again."""
-    return run("poison", "sqlite", "quick", tmp_path_factory.mktemp("poison"))
+    return tampering.quick_run("poison", tmp_path_factory)

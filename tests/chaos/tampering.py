@@ -1,5 +1,6 @@
 """Checking a clean run's evidence again after tampering with it: how the
-chaos tests show that each check reports what it is there to catch."""
+chaos tests show that each check reports what it is there to catch; and the
+quick SQLite run a scenario's test and its tamper tests share."""
 
 from __future__ import annotations
 
@@ -10,15 +11,22 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from chaos.checker import Bounds, Verdict, check
 from chaos.evidence import Evidence, gather
 from chaos.journal import SUFFIX
-from chaos.scenarios import Plan
+from chaos.scenarios import Outcome, Plan, run
 
 from tenure.store import open_store
 
 Records = list[dict[str, Any]]
 """One journal's lines, parsed."""
+
+
+def quick_run(name: str, folders: pytest.TempPathFactory) -> Outcome:
+    """Scenario ``name``'s quick profile on SQLite, in a folder of its own: run
+    once, then checked by its scenario test and again by its tamper tests."""
+    return run(name, "sqlite", "quick", folders.mktemp(name))
 
 
 def bounds(plan: Plan) -> Bounds:

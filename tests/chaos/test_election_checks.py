@@ -14,7 +14,7 @@ import pytest
 from chaos.checker import Verdict, check
 from chaos.election import slot_of
 from chaos.evidence import Evidence, gather
-from chaos.scenarios import SCENARIOS, Outcome, run
+from chaos.scenarios import SCENARIOS, Outcome
 
 from tenure.store import open_store
 from tests.chaos import tampering
@@ -27,12 +27,7 @@ PLAN = SCENARIOS["scheduler-election"].plans["quick"]
 
 @pytest.fixture(scope="module")
 def clean_outcome(tmp_path_factory: pytest.TempPathFactory) -> Outcome:
-    """The quick profile's one SQLite run of this module: the scenario test's
-    SQLite case, and the clean run the tamper tests check again."""
-    folder = tmp_path_factory.mktemp("election")
-    outcome = run("scheduler-election", "sqlite", "quick", folder)
-    assert not outcome.verdict.violations, outcome.line()
-    return outcome
+    return tampering.quick_run("scheduler-election", tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from chaos.checker import Verdict
-from chaos.scenarios import SCENARIOS, Outcome, run
+from chaos.scenarios import SCENARIOS, Outcome
 from chaos.skews import LIBRARY
 
 from tests.chaos import tampering
@@ -33,12 +33,7 @@ PLAN = SCENARIOS["clock-skew"].plans["quick"]
 
 @pytest.fixture(scope="module")
 def clean_outcome(tmp_path_factory: pytest.TempPathFactory) -> Outcome:
-    """The quick profile's one SQLite run of this module: the scenario test's
-    SQLite case, and the clean run the tamper tests check again."""
-    folder = tmp_path_factory.mktemp("skew")
-    outcome = run("clock-skew", "sqlite", "quick", folder)
-    assert not outcome.verdict.violations, outcome.line()
-    return outcome
+    return tampering.quick_run("clock-skew", tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ from chaos.checker import Verdict
 from chaos.evidence import Evidence, gather
 from chaos.journal import read_folder
 from chaos.locks import OVERLAP, unique_tasks
-from chaos.scenarios import SCENARIOS, Outcome, run
+from chaos.scenarios import SCENARIOS, Outcome
 from chaos.uniques import FINAL, ROLLED_BACK, rule_of
 
 from tenure.store import open_store
@@ -33,12 +33,7 @@ RULES = 7
 
 @pytest.fixture(scope="module")
 def clean_outcome(tmp_path_factory: pytest.TempPathFactory) -> Outcome:
-    """The quick profile's one SQLite run of this module: the scenario test's
-    SQLite case, and the clean run whose evidence the tamper tests check again."""
-    folder = tmp_path_factory.mktemp("unique")
-    outcome = run("unique-torture", "sqlite", "quick", folder)
-    assert_clean(outcome)
-    return outcome
+    return tampering.quick_run("unique-torture", tmp_path_factory)
 
 
 def test_unique_torture(clean_outcome: Outcome) -> None:
