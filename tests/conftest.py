@@ -14,12 +14,15 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
 from tenure.store import Store, open_store
+
+if TYPE_CHECKING:
+    import psycopg
 
 POSTGRES_URL = os.environ.get(
     "TENURE_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -111,45 +114,44 @@ def store_url(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> s
     return url
 
 
-_EMPTIED: dict[str, tuple[list[str], list[tuple[str, str]]]] = {}
-"""Per database URL: its tables, tasks first, and its identity columns."""
+_EMPTYING: dict[str, tuple[str, str]] = {}
+"""Per database URL: the statements that empty it by DELETE, and by TRUNCATE."""
 
 
 def _empty_postgres(url: str, *, truncate: bool = False) -> None:
     """Migrate (once) and empty every table, so each test starts clean: rows
     deleted (TRUNCATE makes new files for every table and index, 25 times
-    slower on the few rows a test leaves) and identities restarted. Tests of
-    query plans ask for ``truncate``: deleted rows stay in the indexes until
-    vacuumed, and a million of them are better not deleted one by one."""
+    slower on the few rows a test leaves) and identities restarted, in one
+    round trip. Tests of query plans ask for ``truncate``: deleted rows stay
+    in the indexes until vacuumed, and a million of them are better not
+    deleted one by one."""
     import psycopg
 
-    if url not in _EMPTIED:
+    if url not in _EMPTYING:
         open_store(url).close()  # applies migrations
         with psycopg.connect(url, autocommit=True) as conn:
-            _EMPTIED[url] = _tables(conn)
-    tables, identities = _EMPTIED[url]
-    if truncate:
-        with psycopg.connect(url) as conn:
-            listed = ", ".join(f'"{name}"' for name in tables)
-            conn.execute(f"TRUNCATE {listed} RESTART IDENTITY")
-        return
+            _EMPTYING[url] = _emptying(conn)
+    deleting, truncating = _EMPTYING[url]
     with psycopg.connect(url) as conn:
-        for table in tables:  # tasks first: its DELETE trigger writes tallies
-            conn.execute(f'DELETE FROM "{table}"')
-        for table, column in identities:
-            conn.execute(f'ALTER TABLE "{table}" ALTER COLUMN "{column}" RESTART')
+        conn.execute(truncating if truncate else deleting)
 
 
-def _tables(conn: Any) -> tuple[list[str], list[tuple[str, str]]]:
-    rows = conn.execute(
-        "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
-        " AND tablename <> 'tenure_migrations' ORDER BY tablename <> 'tasks', tablename"
-    ).fetchall()
+def _emptying(conn: psycopg.Connection[Any]) -> tuple[str, str]:
+    tables = [
+        name
+        for (name,) in conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+            " AND tablename <> 'tenure_migrations' ORDER BY tablename <> 'tasks', tablename"
+        )
+    ]  # tasks first: its DELETE trigger writes tallies, deleted after it
     identities = conn.execute(
         "SELECT table_name, column_name FROM information_schema.columns"
         " WHERE table_schema = current_schema() AND is_identity = 'YES'"
     ).fetchall()
-    return [name for (name,) in rows], [(t, c) for t, c in identities]
+    deleting = [f'DELETE FROM "{table}"' for table in tables]
+    deleting += [f'ALTER TABLE "{t}" ALTER COLUMN "{c}" RESTART' for t, c in identities]
+    listed = ", ".join(f'"{table}"' for table in tables)
+    return "; ".join(deleting), f"TRUNCATE {listed} RESTART IDENTITY"
 
 
 @pytest.fixture

@@ -27,7 +27,7 @@ from tenure.store.validate import seconds as validate_seconds
 WATCH_INTERVAL = 0.002
 """Seconds between two looks at the change counter."""
 QUIET_INTERVAL = 0.01
-"""Seconds between two looks once the counter has not moved for QUIET_AFTER."""
+"""Seconds between two looks once QUIET_AFTER has passed without news."""
 QUIET_AFTER = 1.0
 """Seconds without news after which the counter is looked at less often."""
 
@@ -63,20 +63,21 @@ class Watching:
         once it moved since this thread's last look for ``what`` and ``news``
         holds."""
         deadline = time.monotonic() + validate_seconds(timeout, "timeout", allow_zero=True)
-        seen, moved = f"seen_{what}", f"moved_{what}"
+        seen, heard = f"seen_{what}", f"heard_{what}"
+        if not hasattr(self._local, heard):
+            setattr(self._local, heard, time.monotonic())
+        last_news: float = getattr(self._local, heard)
         while True:
             with self._use() as conn:
                 version = conn.execute(Q["data_version"]).fetchone()[0]
                 changed = version != getattr(self._local, seen, version)
                 setattr(self._local, seen, version)
                 now = time.monotonic()
-                if not hasattr(self._local, moved):
-                    setattr(self._local, moved, now)
                 if changed and news(conn):
-                    setattr(self._local, moved, now)
+                    setattr(self._local, heard, now)
                     return True
             left = deadline - now
             if left <= 0:
                 return False
-            quiet = now - getattr(self._local, moved) >= QUIET_AFTER
+            quiet = now - last_news >= QUIET_AFTER
             time.sleep(min(QUIET_INTERVAL if quiet else WATCH_INTERVAL, left))
