@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from datetime import timedelta
 from itertools import pairwise
 
 import pytest
@@ -64,12 +65,12 @@ def recheck(clean: Evidence, tamper: Callable[[Evidence], None]) -> Verdict:
     return tampering.recheck_evidence(clean, PLAN, tamper)
 
 
-def long_held(ev: Evidence, task_id: str) -> bool:
-    """Whether the task held an until_executed lock for longer than L1's slack."""
+def held_until_executed(ev: Evidence, task_id: str) -> float | None:
+    """For how long (store clock) the task held an until_executed lock, if it did."""
     events = ev.events[task_id]
     if (rule_of(ev.tasks[task_id].name) or ("",))[0] != "until_executed":
-        return False
-    return (events[-1].at - events[0].at).total_seconds() > OVERLAP + 0.5
+        return None
+    return (events[-1].at - events[0].at).total_seconds()
 
 
 def test_untampered_evidence_checks_clean(clean: Evidence) -> None:
@@ -79,18 +80,24 @@ def test_untampered_evidence_checks_clean(clean: Evidence) -> None:
 def test_two_holders_of_one_lock_are_caught(clean: Evidence) -> None:
     def take_the_lock_early(ev: Evidence) -> None:
         # A final task enqueued as soon as a task of its key that held an
-        # until_executed lock for a while: both hold the lock at once.
+        # until_executed lock (held for longer than L1's slack, if it was not):
+        # both hold the lock at once.
         tasks = unique_tasks(ev).values()
-        first = next(t for t in tasks if not t.id.startswith(FINAL) and long_held(ev, t.id))
+        held = {t.id: held_until_executed(ev, t.id) for t in tasks if not t.id.startswith(FINAL)}
+        first = max((t for t in tasks if held.get(t.id) is not None), key=lambda t: held[t.id])
         final = next(
             t
             for t in tasks
             if t.id.startswith(FINAL) and (t.name, t.unique_key) == (first.name, first.unique_key)
         )
+        began, ended = ev.events[first.id][0], ev.events[first.id][-1]
+        if (held[first.id] or 0.0) <= OVERLAP + 0.5:
+            later = began.at + timedelta(seconds=OVERLAP + 1.0)
+            ev.events[first.id][-1] = dataclasses.replace(ended, at=later)
         created = ev.events[final.id][0]
         ev.log.remove(created.cursor)
-        ev.log.insert(ev.log.index(ev.events[first.id][0].cursor) + 1, created.cursor)
-        ev.events[final.id][0] = dataclasses.replace(created, at=ev.events[first.id][0].at)
+        ev.log.insert(ev.log.index(began.cursor) + 1, created.cursor)
+        ev.events[final.id][0] = dataclasses.replace(created, at=began.at)
 
     assert recheck(clean, take_the_lock_early).codes() == {"L1"}
 
