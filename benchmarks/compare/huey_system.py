@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import sqlite3
 import sys
+import time
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -64,7 +65,8 @@ class HueySystem(System):
     mark: TaskWrapper
     bulk = False
     setup = (
-        f"huey_consumer -k thread -w {WORKERS} -n -q (default polling); call the task (no bulk API)"
+        f"huey_consumer -k thread -w {WORKERS} (at concurrency 10: -w 10) -n -q (default "
+        "polling); call the task (no bulk API)"
     )
 
     def __init__(self, store: str, settings: Settings) -> None:
@@ -85,12 +87,17 @@ class HueySystem(System):
             self.url = str(self.files.fresh())
         self.huey, self.noop, self.mark = build(self.url)
 
-    def enqueue_each(self, count: int) -> None:
+    def enqueue_each(self, count: int) -> list[float]:
+        took = []
         for _ in range(count):
+            began = time.perf_counter()
             self.noop()
+            took.append(time.perf_counter() - began)
+        return took
 
     def enqueue_bulk(self, count: int) -> None:
-        self.enqueue_each(count)  # no bulk API
+        for _ in range(count):  # no bulk API
+            self.noop()
 
     def fill(self, count: int) -> None:
         """On SQLite, one call per task takes minutes for a big backlog: the
@@ -124,10 +131,10 @@ class HueySystem(System):
     def progress(self) -> Progress:
         return Progress(queued=self.huey.pending_count(), finished=self.huey.result_count())
 
-    def worker_argv(self) -> list[str]:
+    def worker_argv(self, concurrency: int | None = None) -> list[str]:
         return [
             *(sys.executable, "-m", "huey.bin.huey_consumer", CONSUMER_APP),
-            *("-k", "thread", "-w", str(WORKERS), "-n", "-q"),
+            *("-k", "thread", "-w", str(concurrency or WORKERS), "-n", "-q"),
         ]
 
     def worker_env(self) -> dict[str, str]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import time
 from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
@@ -92,8 +93,9 @@ class PgQueuerSystem(System):
     versus = "tenure-postgres"
     bulk = True
     setup = (
-        "pgq run (asyncpg, async entrypoints, batch 10, LISTEN/NOTIFY); "
-        "pgq install + autovac; Queries.enqueue (lists for bulk)"
+        "pgq run (asyncpg, async entrypoints, batch 10, LISTEN/NOTIFY; at concurrency 10: "
+        "--max-concurrent-tasks 10 --batch-size 5); pgq install + autovac; "
+        "Queries.enqueue (lists for bulk)"
     )
 
     def __init__(self, settings: Settings) -> None:
@@ -112,13 +114,18 @@ class PgQueuerSystem(System):
         self._run(self.queries.optimize_autovacuum())
         self.enqueued = 0
 
-    def enqueue_each(self, count: int) -> None:
-        async def each() -> None:
+    def enqueue_each(self, count: int) -> list[float]:
+        async def each() -> list[float]:
+            took = []
             for _ in range(count):
+                began = time.perf_counter()
                 await self.queries.enqueue(NOOP, None)
+                took.append(time.perf_counter() - began)
+            return took
 
-        self._run(each())
+        took = self._run(each())
         self.enqueued += count
+        return took
 
     def enqueue_bulk(self, count: int) -> None:
         self._run(self.queries.enqueue([NOOP] * count, [None] * count, [0] * count))
@@ -138,8 +145,14 @@ class PgQueuerSystem(System):
         unfinished = sum(row.count for row in counts)
         return Progress(queued=queued, finished=self.enqueued - unfinished)
 
-    def worker_argv(self) -> list[str]:
-        return [sys.executable, "-m", "pgqueuer", "run", FACTORY]
+    def worker_argv(self, concurrency: int | None = None) -> list[str]:
+        # PgQueuer wants its limit at least twice its batch: a limit of 10 takes 5 at a time.
+        limit = (
+            []
+            if concurrency is None
+            else ["--max-concurrent-tasks", str(concurrency), "--batch-size", str(concurrency // 2)]
+        )
+        return [sys.executable, "-m", "pgqueuer", "run", *limit, FACTORY]
 
     def worker_env(self) -> dict[str, str]:
         return {URL_ENV: self.url}

@@ -100,6 +100,37 @@ def ratios_json(
     return out
 
 
+def limits_json(results: Mapping[str, Sequence[Metric]]) -> list[dict[str, Any]]:
+    """Per system with a measured store limit: its enqueue p50 over the store's
+    one-row INSERT p50, and its enqueue rate as a share of the store's rate."""
+    out = []
+    for name, metrics in results.items():
+        by_key = {m.key: m for m in metrics}
+        p50, limit_p50 = by_key.get("enqueue.single_p50"), by_key.get("limit.insert_p50")
+        rate, limit_rate = by_key.get("enqueue.single"), by_key.get("limit.insert")
+        if p50 and limit_p50 and rate and limit_rate:
+            out.append(
+                {
+                    "system": name,
+                    "enqueue_p50_ms": p50.median,
+                    "insert_p50_ms": limit_p50.median,
+                    "p50_over_insert": p50.median / limit_p50.median,
+                    "rate_share_of_insert": rate.median / limit_rate.median,
+                }
+            )
+    return out
+
+
+def limit_lines(results: Mapping[str, Sequence[Metric]]) -> list[str]:
+    """:func:`limits_json` for people, a line per system."""
+    return [
+        f"{row['system']}: enqueue p50 {row['enqueue_p50_ms']:.3f} ms ="
+        f" {row['p50_over_insert']:.2f}x the store's own one-row INSERT p50"
+        f" ({row['insert_p50_ms']:.3f} ms); {row['rate_share_of_insert']:.0%} of its rate"
+        for row in limits_json(results)
+    ]
+
+
 def _versus(by_key: Mapping[str, Mapping[str, Metric]], system: System, key: str) -> str:
     if system.versus is None or system.versus not in by_key:
         return ""

@@ -6,14 +6,18 @@
 Systems are measured one after the other, never at once (the machine has two
 cores). For each, with a fresh store per repetition:
 
-- enqueue: ``enqueue_single`` tasks from this process, one call each; then one
-  bulk call of ``enqueue_bulk`` tasks (Huey has none: one call each, flagged);
+- store limit (tenure's store only): one-row INSERT transactions by a client
+  that does nothing else, for ``limit_seconds`` (``limits``): txn/s and p50;
+- enqueue: ``enqueue_single`` tasks from this process, one call each (tasks/s,
+  and each call's latency, p50 and p99); then one bulk call of ``enqueue_bulk``
+  tasks (Huey has none: one call each, flagged);
 - many producers: ``enqueue_producers`` tasks from 8 threads of this process
   and then from 4 processes, one call per task (``benchmarks.suite.producers``):
   tasks/s and each call's latency, p50 and p99;
 - drain: ``drain`` no-op tasks already queued, then 1 worker process (then 2),
-  timed outside the workers by polling the store, from the first task taken to
-  the last one finished (the workers' start-up is not counted, but recorded);
+  at each system's default concurrency and then at 10 tasks at once, timed
+  outside the workers by polling the store, from the first task taken to the
+  last one finished (the workers' start-up is not counted, but recorded);
 - pickup: one idle worker, ``pickup`` tasks enqueued one at a time
   ``pickup_gap`` apart; each task's wait is its ``time.time()`` at start (the
   ``mark`` task writes it to a file) minus the enqueuer's ``time.time()`` just
@@ -62,6 +66,9 @@ REDIS_URL = "redis://127.0.0.1:6379/13"
 OUTPUT = RESULTS / "compare.json"
 """Under the checkout's benchmarks/results, whatever the current directory."""
 PERCENTILES = (50, 95, 99)
+DRAIN_CONCURRENCY = (None, 10)
+"""Each worker's concurrency in the drains: its default, then 10 tasks at once."""
+LIMIT_LABEL = "store limit: 1-row INSERT per txn"
 SETTLE = 0.5
 """Seconds an idle worker is left alone after its warm-up task, before the
 measured tasks come (it is waiting for a notification or its next poll)."""
@@ -106,6 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     document["finished_at"] = _now()
     document["results"] = report.results_json(results)
     document["ratios"] = report.ratios_json(results, systems)
+    document["limits"] = report.limits_json(results)
     write_json(args.output, document)
     console = Console()
     if not console.is_terminal:
@@ -113,18 +121,45 @@ def main(argv: Sequence[str] | None = None) -> int:
     postgres = next((s["postgres"] for s in document["systems"].values() if "postgres" in s), None)
     lines = [machine.summary(document["machine"], postgres), _load_line(document["systems"])]
     console.print(report.table(results, systems, repeat, "\n".join(lines)))
+    for line in report.limit_lines(results):
+        console.print(line)
     console.print(f"JSON written to {Path(args.output).resolve()}")
     return 0
 
 
 def measure(system: System, plan: Plan, folder: Path) -> list[Metric]:
     return [
-        enqueue_each(system, plan),
+        *store_limit(system, plan),
+        *enqueue_each(system, plan),
         enqueue_bulk(system, plan),
         *producers.measure_many(lambda: _fresh(system).producer(), plan),
-        drain(system, plan, workers=1),
-        drain(system, plan, workers=2),
+        *(
+            drain(system, plan, workers, concurrency)
+            for concurrency in DRAIN_CONCURRENCY
+            for workers in (1, 2)
+        ),
         *pickup(system, plan, folder),
+    ]
+
+
+def store_limit(system: System, plan: Plan) -> list[Metric]:
+    """The store's own one-row INSERT transactions (tenure's store only)."""
+    rates: list[float] = []
+    p50s: list[float] = []
+    for run in range(1, plan.repeat + 1):
+        system.fresh()
+        took = system.store_limit(plan.sizes.limit_seconds)
+        if took is None:
+            return []
+        rates.append(len(took) / sum(took))
+        p50s.append(percentiles(took, (50,))[50] * 1000)
+        plan.say(
+            f"store limit, one-row INSERT, run {run}: {rates[-1]:,.0f}/s, p50 {p50s[-1]:.3f} ms"
+        )
+    params = {"seconds": plan.sizes.limit_seconds, "client": "pgbench or sqlite3, 1 connection"}
+    return [
+        Metric("limit.insert", LIMIT_LABEL, "txn/s", True, rates, params),
+        Metric("limit.insert_p50", f"{LIMIT_LABEL}, p50", "ms", False, p50s, params),
     ]
 
 
@@ -133,18 +168,32 @@ def _fresh(system: System) -> System:
     return system
 
 
-def enqueue_each(system: System, plan: Plan) -> Metric:
+def enqueue_each(system: System, plan: Plan) -> list[Metric]:
+    """Tasks/s of one call per task, and each call's latency (p50, p99)."""
     count = plan.sizes.enqueue_single
     samples = []
+    latencies: dict[int, list[float]] = {50: [], 99: []}
     for run in range(1, plan.repeat + 1):
         system.fresh()
         system.enqueue_each(1)  # connects, outside the clock
         started = time.perf_counter()
-        system.enqueue_each(count)
+        took = system.enqueue_each(count)
         samples.append(count / (time.perf_counter() - started))
-        plan.say(f"enqueue {count:,} one call each, run {run}: {samples[-1]:,.0f} tasks/s")
+        for p, value in percentiles(took, tuple(latencies)).items():
+            latencies[p].append(value * 1000)
+        plan.say(
+            f"enqueue {count:,} one call each, run {run}: {samples[-1]:,.0f} tasks/s, "
+            f"p50 {latencies[50][-1]:.3f} ms, p99 {latencies[99][-1]:.3f} ms"
+        )
     label = f"enqueue, 1 call per task ({count:,})"
-    return Metric("enqueue.single", label, "tasks/s", True, samples, {"tasks": count})
+    params = {"tasks": count}
+    return [
+        Metric("enqueue.single", label, "tasks/s", True, samples, params),
+        *(
+            Metric(f"enqueue.single_p{p}", f"{label}, p{p}", "ms", False, values, params)
+            for p, values in latencies.items()
+        ),
+    ]
 
 
 def enqueue_bulk(system: System, plan: Plan) -> Metric:
@@ -164,15 +213,18 @@ def enqueue_bulk(system: System, plan: Plan) -> Metric:
     )
 
 
-def drain(system: System, plan: Plan, workers: int) -> Metric:
+def drain(system: System, plan: Plan, workers: int, concurrency: int | None) -> Metric:
+    """``workers`` processes drain a backlog, each at its default concurrency
+    (``None``) or running up to ``concurrency`` tasks at once."""
     count = plan.sizes.drain
     samples: list[float] = []
     startups: list[float] = []
+    at = "" if concurrency is None else f", concurrency {concurrency}"
     for run in range(1, plan.repeat + 1):
         system.fresh()
         system.fill(count)
         spawned = time.perf_counter()
-        with start_workers(system, workers, {}) as running:
+        with start_workers(system, workers, {}, concurrency) as running:
             began = wait_until(
                 lambda: system.progress().queued < count, "a task is taken", workers=running
             )
@@ -184,17 +236,23 @@ def drain(system: System, plan: Plan, workers: int) -> Metric:
         samples.append(count / (ended - began))
         startups.append(began - spawned)
         plan.say(
-            f"drain {count:,} with {workers} worker(s), run {run}: {samples[-1]:,.0f} tasks/s "
-            f"({ended - began:.2f} s; first task taken {startups[-1]:.2f} s after spawning)"
+            f"drain {count:,} with {workers} worker(s){at}, run {run}: {samples[-1]:,.0f} "
+            f"tasks/s ({ended - began:.2f} s; first task taken {startups[-1]:.2f} s after spawning)"
         )
     plural = "es" if workers > 1 else ""
+    key = f"drain.workers_{workers}" + ("" if concurrency is None else f"_c{concurrency}")
     return Metric(
-        f"drain.workers_{workers}",
-        f"drain {count:,}, {workers} worker process{plural}",
+        key,
+        f"drain {count:,}, {workers} worker process{plural}{at}",
         "tasks/s",
         True,
         samples,
-        {"tasks": count, "workers": workers, "startup_seconds": startups},
+        {
+            "tasks": count,
+            "workers": workers,
+            "concurrency": concurrency,
+            "startup_seconds": startups,
+        },
     )
 
 

@@ -86,8 +86,9 @@ class System(ABC):
         """Point at a new, empty store, created (schema included) and connected."""
 
     @abstractmethod
-    def enqueue_each(self, count: int) -> None:
-        """Enqueue ``count`` no-op tasks, one call (one round trip) each."""
+    def enqueue_each(self, count: int) -> list[float]:
+        """Enqueue ``count`` no-op tasks, one call (one round trip) each; the
+        seconds each call took (``time.perf_counter`` around the call alone)."""
 
     @abstractmethod
     def enqueue_bulk(self, count: int) -> None:
@@ -112,8 +113,15 @@ class System(ABC):
         """What the store says now (a cheap query or two)."""
 
     @abstractmethod
-    def worker_argv(self) -> list[str]:
-        """The command line of one worker process on the current store."""
+    def worker_argv(self, concurrency: int | None = None) -> list[str]:
+        """The command line of one worker process on the current store: its
+        default concurrency, or tasks run at once up to ``concurrency``."""
+
+    def store_limit(self, seconds: float) -> list[float] | None:
+        """The current store's own limit on a durable enqueue: the seconds each
+        one-row INSERT transaction took, for ``seconds`` (``benchmarks.compare
+        .limits``). Measured once per store, on tenure's; ``None`` elsewhere."""
+        return None
 
     def worker_env(self) -> dict[str, str]:
         """Environment the worker processes need besides the marks file."""
@@ -182,10 +190,12 @@ class SQLiteFiles:
             self.current = None
 
 
-def start_workers(system: System, count: int, env: Mapping[str, str]) -> Workers:
+def start_workers(
+    system: System, count: int, env: Mapping[str, str], concurrency: int | None = None
+) -> Workers:
     """``count`` worker processes of ``system``, run from the project's root."""
     return Workers(
-        system.worker_argv(),
+        system.worker_argv(concurrency),
         count,
         env={"PYTHONPATH": str(ROOT), **system.worker_env(), **env},
         cwd=ROOT,

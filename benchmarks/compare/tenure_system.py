@@ -14,8 +14,10 @@ file). SQLite runs with tenure's own settings (WAL, synchronous FULL).
 from __future__ import annotations
 
 import sys
+import time
 from typing import Any
 
+from benchmarks.compare import limits
 from benchmarks.compare.system import (
     PostgresDatabases,
     Progress,
@@ -68,8 +70,9 @@ class Tenure(System):
     mark: TaskFunction[[int], None]
     bulk = True
     setup = (
-        f"tenure worker --no-scheduler --concurrency {CONCURRENCY} "
-        "(4 threads, default prefetch and idle wake-ups); .enqueue() / .enqueue_many()"
+        f"tenure worker --no-scheduler --concurrency {CONCURRENCY} (at concurrency 10: "
+        "--concurrency 10; threads, default prefetch and idle wake-ups); "
+        ".enqueue() / .enqueue_many()"
     )
 
     def __init__(self, store: str, settings: Settings) -> None:
@@ -90,9 +93,13 @@ class Tenure(System):
         self.app, self.noop, self.mark = build(self.url)
         _ = self.app.store  # creates the store and applies the migrations
 
-    def enqueue_each(self, count: int) -> None:
+    def enqueue_each(self, count: int) -> list[float]:
+        took = []
         for _ in range(count):
+            began = time.perf_counter()
             self.noop.enqueue()
+            took.append(time.perf_counter() - began)
+        return took
 
     def enqueue_bulk(self, count: int) -> None:
         self.noop.enqueue_many([()] * count)
@@ -104,6 +111,12 @@ class Tenure(System):
     def enqueue_mark(self, index: int) -> None:
         self.mark.enqueue(index)
 
+    def store_limit(self, seconds: float) -> list[float]:
+        if isinstance(self.places, PostgresDatabases):
+            return limits.postgres_insert(self.url, seconds)
+        assert self.places.current is not None  # fresh() made the file
+        return limits.sqlite_insert(self.places.current, seconds)
+
     def progress(self) -> Progress:
         assert self.app is not None
         store = self.app.store
@@ -112,10 +125,10 @@ class Tenure(System):
             finished=store.task_count(TaskFilter(status=Status.DONE)),
         )
 
-    def worker_argv(self) -> list[str]:
+    def worker_argv(self, concurrency: int | None = None) -> list[str]:
         return [
             *(sys.executable, "-m", "tenure", "worker", "--app", APP_PATH, "--url", self.url),
-            *("--no-scheduler", "--concurrency", str(CONCURRENCY)),
+            *("--no-scheduler", "--concurrency", str(concurrency or CONCURRENCY)),
         ]
 
     def facts(self) -> dict[str, Any]:

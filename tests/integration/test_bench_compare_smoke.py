@@ -18,7 +18,16 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = ROOT / ".venv-compare" / "bin" / "python"
 # The measurements both suites make (make bench also measures the store alone).
-EXPECTED = {key for key in BENCH_KEYS if key.split(".")[0] in ("enqueue", "drain", "pickup")}
+SHARED = {key for key in BENCH_KEYS if key.split(".")[0] in ("enqueue", "drain", "pickup")}
+# And its own: each call's latency, drains at 10 tasks at once, and the limit
+# of the store itself (measured on tenure's).
+EXPECTED = SHARED | {
+    "enqueue.single_p50",
+    "enqueue.single_p99",
+    "drain.workers_1_c10",
+    "drain.workers_2_c10",
+}
+LIMITS = {"limit.insert", "limit.insert_p50"}
 
 
 @pytest.fixture(scope="module")
@@ -53,8 +62,12 @@ def test_quick_comparison_on_sqlite(compare_venv: Path, tmp_path: Path) -> None:
     results = document["results"]
     assert {(r["system"], r["key"]) for r in results} == {
         (system, key) for system in ("tenure-sqlite", "huey-sqlite") for key in EXPECTED
-    }
+    } | {("tenure-sqlite", key) for key in LIMITS}
     assert all(r["median"] > 0 and len(r["samples"]) == 1 for r in results)
     ratios = {r["key"]: r for r in document["ratios"]}
     assert set(ratios) == EXPECTED
     assert all(r["competitor"] == "huey-sqlite" and r["ratio"] > 0 for r in ratios.values())
+    (limit,) = document["limits"]
+    assert limit["system"] == "tenure-sqlite"
+    assert limit["p50_over_insert"] > 0 and 0 < limit["rate_share_of_insert"]
+    assert "the store's own one-row INSERT p50" in done.stdout
