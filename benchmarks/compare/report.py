@@ -106,7 +106,7 @@ def limits_json(results: Mapping[str, Sequence[Metric]]) -> list[dict[str, Any]]
     out = []
     for name, metrics in results.items():
         by_key = {m.key: m for m in metrics}
-        p50, limit_p50 = by_key.get("enqueue.single_p50"), by_key.get("limit.insert_p50")
+        p50, limit_p50 = by_key.get("enqueue.single.p50"), by_key.get("limit.insert.p50")
         rate, limit_rate = by_key.get("enqueue.single"), by_key.get("limit.insert")
         if p50 and limit_p50 and rate and limit_rate:
             out.append(

@@ -159,7 +159,7 @@ def store_limit(system: System, plan: Plan) -> list[Metric]:
     params = {"seconds": plan.sizes.limit_seconds, "client": "pgbench or sqlite3, 1 connection"}
     return [
         Metric("limit.insert", LIMIT_LABEL, "txn/s", True, rates, params),
-        Metric("limit.insert_p50", f"{LIMIT_LABEL}, p50", "ms", False, p50s, params),
+        Metric("limit.insert.p50", f"{LIMIT_LABEL}, p50", "ms", False, p50s, params),
     ]
 
 
@@ -190,7 +190,7 @@ def enqueue_each(system: System, plan: Plan) -> list[Metric]:
     return [
         Metric("enqueue.single", label, "tasks/s", True, samples, params),
         *(
-            Metric(f"enqueue.single_p{p}", f"{label}, p{p}", "ms", False, values, params)
+            Metric(f"enqueue.single.p{p}", f"{label}, p{p}", "ms", False, values, params)
             for p, values in latencies.items()
         ),
     ]
