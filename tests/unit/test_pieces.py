@@ -50,7 +50,7 @@ def test_every_sqlite_query_loads_with_a_name() -> None:
     # events record their transaction for the commit-safe cursor (SQLite's
     # writers are serialised, so its event ids already commit in order), and it
     # keeps tallies (SQLite counts its tables when asked, but for the totals).
-    assert [m[0] for m in migrations("tenure.store.postgres")] == [1, 2, 3, 4, 5, 6, 7, 8, 9]
+    assert [m[0] for m in migrations("tenure.store.postgres")] == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
 
 
 def test_url_resolution(monkeypatch: pytest.MonkeyPatch) -> None:
