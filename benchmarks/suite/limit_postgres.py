@@ -2,9 +2,9 @@
 
 pgbench is PostgreSQL's own client (C, no Python in the way), so it shows what
 the server gives one connection; the psycopg loop is the fallback where pgbench
-is not installed, and is labelled as such. Both bind values as parameters
-(pgbench ``-M extended``), as tenure does, without server-side prepared
-statements, which tenure does not use either.
+is not installed, and is labelled as such. Both run the statement prepared
+(pgbench ``-M prepared``; psycopg prepares a statement after its fifth run),
+as tenure's statements run.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def _version(path: str) -> int:
 def _pgbench(executable: Path, url: str, size: int, seconds: float) -> float:
     """Transactions per second of one pgbench client for ``seconds`` (at least 1)."""
     with resources.as_file(resources.files("benchmarks.suite").joinpath(SCRIPT)) as script:
-        argv = [str(executable), "-n", "-M", "extended", "-c", "1", "-j", "1"]
+        argv = [str(executable), "-n", "-M", "prepared", "-c", "1", "-j", "1"]
         argv += ["-T", str(max(1, math.ceil(seconds))), "-D", f"rows={ROWS}", "-D", f"size={size}"]
         # The argv is pgbench, fixed options and the benchmark's own database URL.
         done = subprocess.run(  # noqa: S603
