@@ -61,6 +61,27 @@ FROM ROWS FROM (json_to_recordset(%(tasks)s::json) AS (
 ORDER BY n.ord
 RETURNING t.id, t.created_at, t.run_at;
 
+-- One task: the same row as insert_task makes of it, its values bound one by
+-- one, which spares the server the JSON array (about 5% of the statement).
+-- name: insert_one
+INSERT INTO tasks AS t (
+    id, topic, sub_topic, name, status, data, group_id, description, priority,
+    max_attempts, tags, timeout, run_at, created_at, updated_at,
+    unique_key, unique_lock, unique_on_conflict, unique_ttl, unique_retry_in
+)
+VALUES (
+    %(id)s::text, %(topic)s::text, %(sub_topic)s::text, %(name)s::text, 'pending',
+    %(data)s::json, %(group_id)s::text, %(description)s::text, %(priority)s::bigint,
+    %(max_attempts)s::bigint, %(tags)s::text[], %(timeout)s::float8,
+    COALESCE(%(run_at)s::timestamptz,
+             CASE WHEN %(delay)s::float8 > 0 THEN COALESCE(%(now)s::timestamptz, now())
+                  + make_interval(secs => %(delay)s::float8) END),
+    COALESCE(%(now)s::timestamptz, now()), COALESCE(%(now)s::timestamptz, now()),
+    %(unique_key)s::text, %(unique_lock)s::text, %(unique_on_conflict)s::text,
+    %(unique_ttl)s::float8, %(unique_retry_in)s::float8
+)
+RETURNING t.id, t.created_at, t.run_at;
+
 -- A large batch without server-computed run times, streamed (see copying.py):
 -- every column given, so nothing is computed per row. The statement triggers
 -- see the rows as they see an INSERT's.

@@ -47,6 +47,12 @@ def insert_params(tasks: Sequence[PreparedTask], now: datetime | None) -> dict[s
     }
 
 
+def insert_one_params(task: PreparedTask, now: datetime | None) -> dict[str, Any]:
+    """Parameters of ``insert_one``: the task's row as ``insert_task`` reads it
+    (its tags a list: psycopg sends a tuple as a record, not an array)."""
+    return {**_insert_row(task), "now": now, "tags": list(task.tags)}
+
+
 def _insert_row(task: PreparedTask) -> dict[str, Any]:
     return {
         "id": task.id,
@@ -178,7 +184,7 @@ def task_state(row: Row) -> TaskState:
 
 
 def created(task: PreparedTask, row: Row) -> Task:
-    """A task from what ``insert_task`` returns of it (its times)."""
+    """A task from what its insert returns of it (its times)."""
     return task.created(moment(row, "created_at"), _utc(row["run_at"]))
 
 

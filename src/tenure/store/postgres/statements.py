@@ -137,8 +137,9 @@ class Insert(NamedTuple):
     """A batch of new tasks as its statements write it."""
 
     ids: list[str]
-    parts: list[dict[str, Any]]
-    """The parameters of each ``insert_task`` statement (see :func:`split`)."""
+    parts: list[Query]
+    """Each statement and its parameters: ``insert_one`` for a single task, else
+    ``insert_task`` for each part of the batch (see :func:`split`)."""
     locking: list[tuple[int, str, str]]
     """(index, task id, lock key) of the tasks that take their unique lock at
     enqueue, in the same transaction."""
@@ -152,10 +153,14 @@ class Insert(NamedTuple):
 def insert_of(tasks: Sequence[PreparedTask], now: datetime | None) -> Insert:
     """How ``tasks`` are written: their statements' parameters and their locks."""
     ids = [task.id for task in tasks]
-    cuts = split(ids, [len(task.data_json) for task in tasks])
+    if len(tasks) == 1:
+        parts = [("insert_one", rows.insert_one_params(tasks[0], now))]
+    else:
+        cuts = split(ids, [len(task.data_json) for task in tasks])
+        parts = [("insert_task", rows.insert_params([tasks[i] for i in cut], now)) for cut in cuts]
     return Insert(
         ids,
-        [rows.insert_params([tasks[i] for i in cut], now) for cut in cuts],
+        parts,
         [
             (index, task.id, task.unique.key)
             for index, task in enumerate(tasks)
@@ -226,7 +231,7 @@ def inserting(batch: Insert) -> Steps[list[Row]]:
     enqueue; the rows inserted (id and times), in order."""
     inserted: list[Row] = []
     for part in batch.parts:
-        inserted += yield "insert_task", part
+        inserted += yield part
     yield from take_unique_locks(batch.locking)
     return inserted
 
