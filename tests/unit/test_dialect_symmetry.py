@@ -55,6 +55,8 @@ POSTGRES_ONLY = {
     "row in one transaction, with no parse of a batch to save",
     "transaction_now": "see copy_tasks: the rows COPY streams are stamped with the "
     "transaction's clock, read first",
+    "insert_one": "PostgreSQL inserts a batch as one statement over a JSON array, and a "
+    "single task with its values bound one by one; SQLite's insert_task is one task's already",
     "listen_events": "see listen",
     "fold_task_counts": "PostgreSQL keeps tallies (appended by its triggers, folded by the "
     "scheduler) so stats need not count millions of rows; SQLite counts its table when asked",
