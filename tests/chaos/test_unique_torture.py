@@ -80,8 +80,10 @@ def test_untampered_evidence_checks_clean(clean: Evidence) -> None:
 def test_two_holders_of_one_lock_are_caught(clean: Evidence) -> None:
     def take_the_lock_early(ev: Evidence) -> None:
         # A final task enqueued as soon as a task of its key that held an
-        # until_executed lock (held for longer than L1's slack, if it was not):
-        # both hold the lock at once.
+        # until_executed lock: both hold the lock at once, and for longer than
+        # L1's slack on the store's clock (either ending is moved later if it
+        # came sooner: the task may have been short, or begun less than the
+        # slack before the final task ended).
         tasks = unique_tasks(ev).values()
         held = {t.id: held_until_executed(ev, t.id) for t in tasks if not t.id.startswith(FINAL)}
         first = max((t for t in tasks if held.get(t.id) is not None), key=lambda t: held[t.id])
@@ -90,10 +92,12 @@ def test_two_holders_of_one_lock_are_caught(clean: Evidence) -> None:
             for t in tasks
             if t.id.startswith(FINAL) and (t.name, t.unique_key) == (first.name, first.unique_key)
         )
-        began, ended = ev.events[first.id][0], ev.events[first.id][-1]
-        if (held[first.id] or 0.0) <= OVERLAP + 0.5:
-            later = began.at + timedelta(seconds=OVERLAP + 1.0)
-            ev.events[first.id][-1] = dataclasses.replace(ended, at=later)
+        began = ev.events[first.id][0]
+        late = began.at + timedelta(seconds=OVERLAP + 1.0)
+        for holder in (first.id, final.id):
+            ended = ev.events[holder][-1]
+            if ended.at < late:
+                ev.events[holder][-1] = dataclasses.replace(ended, at=late)
         created = ev.events[final.id][0]
         ev.log.remove(created.cursor)
         ev.log.insert(ev.log.index(began.cursor) + 1, created.cursor)
