@@ -44,7 +44,7 @@ from tenure.worker.held import Held, Holdings
 from tenure.worker.keepalive import Keepalive
 from tenure.worker.prefetch import Prefetch
 from tenure.worker.runner import Ending
-from tenure.worker.telling import Teller
+from tenure.worker.telling import Teller, fields
 
 if TYPE_CHECKING:
     from tenure.function import TaskFunction
@@ -292,18 +292,7 @@ class Worker:
         never run here. Each is released, fenced by its lease: back to pending at
         once if the lease still holds, refused (and left to the supervisor) if not."""
         for task in tasks:
-            log.warning(
-                HANDED_BACK,
-                task.id,
-                task.attempts,
-                took,
-                extra={
-                    "task_id": task.id,
-                    "task_name": task.name,
-                    "topic": task.topic,
-                    "attempt": task.attempts,
-                },
-            )
+            log.warning(HANDED_BACK, task.id, task.attempts, took, extra=fields(task))
             with contextlib.suppress(TenureError):
                 store.task_release(Lease(task.id, self.owner, task.lease_token or 0))
 
