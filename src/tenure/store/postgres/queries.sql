@@ -31,14 +31,17 @@ t.lease_owner, t.lease_expires_at, t.lease_token, t.lease_seconds, t.record_ver,
 -- fragment: task_state
 t.id, t.status, t.attempts, t.record_ver
 
+-- The columns a new task is written in: the order of insert_task's and
+-- insert_one's values, and of the rows COPY streams (copying._copy_row).
+-- fragment: new_task_columns
+id, topic, sub_topic, name, status, data, group_id, description, priority,
+max_attempts, tags, timeout, run_at, created_at, updated_at,
+unique_key, unique_lock, unique_on_conflict, unique_ttl, unique_retry_in
+
 -- One statement creates the whole batch. (The name is SQLite's, whose
 -- insert_task runs once per task.)
 -- name: insert_task
-INSERT INTO tasks AS t (
-    id, topic, sub_topic, name, status, data, group_id, description, priority,
-    max_attempts, tags, timeout, run_at, created_at, updated_at,
-    unique_key, unique_lock, unique_on_conflict, unique_ttl, unique_retry_in
-)
+INSERT INTO tasks AS t ({new_task_columns})
 SELECT n.id, n.topic, n.sub_topic, n.name, 'pending', n.data::json, n.group_id, n.description,
        n.priority, n.max_attempts, n.tags, n.timeout,
        -- A task with neither run_at nor a delay keeps run_at NULL: runnable at once.
@@ -64,11 +67,7 @@ RETURNING t.id, t.created_at, t.run_at;
 -- One task: the same row as insert_task makes of it, its values bound one by
 -- one, which spares the server the JSON array (about 5% of the statement).
 -- name: insert_one
-INSERT INTO tasks AS t (
-    id, topic, sub_topic, name, status, data, group_id, description, priority,
-    max_attempts, tags, timeout, run_at, created_at, updated_at,
-    unique_key, unique_lock, unique_on_conflict, unique_ttl, unique_retry_in
-)
+INSERT INTO tasks AS t ({new_task_columns})
 VALUES (
     %(id)s::text, %(topic)s::text, %(sub_topic)s::text, %(name)s::text, 'pending',
     %(data)s::json, %(group_id)s::text, %(description)s::text, %(priority)s::bigint,
@@ -86,11 +85,7 @@ RETURNING t.id, t.created_at, t.run_at;
 -- every column given, so nothing is computed per row. The statement triggers
 -- see the rows as they see an INSERT's.
 -- name: copy_tasks
-COPY tasks (
-    id, topic, sub_topic, name, status, data, group_id, description, priority,
-    max_attempts, tags, timeout, run_at, created_at, updated_at,
-    unique_key, unique_lock, unique_on_conflict, unique_ttl, unique_retry_in
-) FROM STDIN;
+COPY tasks ({new_task_columns}) FROM STDIN;
 
 -- The transaction's clock, which a COPY's rows are stamped with.
 -- name: transaction_now
