@@ -96,8 +96,7 @@ class HueySystem(System):
         return took
 
     def enqueue_bulk(self, count: int) -> None:
-        for _ in range(count):  # no bulk API
-            self.noop()
+        self.enqueue_each(count)  # no bulk API
 
     def fill(self, count: int) -> None:
         """On SQLite, one call per task takes minutes for a big backlog: the

@@ -147,7 +147,6 @@ def store_limit(system: System, plan: Plan) -> list[Metric]:
     rates: list[float] = []
     p50s: list[float] = []
     for run in range(1, plan.repeat + 1):
-        system.fresh()
         took = system.store_limit(plan.sizes.limit_seconds)
         if took is None:
             return []

@@ -118,9 +118,10 @@ class System(ABC):
         default concurrency, or tasks run at once up to ``concurrency``."""
 
     def store_limit(self, seconds: float) -> list[float] | None:
-        """The current store's own limit on a durable enqueue: the seconds each
-        one-row INSERT transaction took, for ``seconds`` (``benchmarks.compare
-        .limits``). Measured once per store, on tenure's; ``None`` elsewhere."""
+        """The store's own limit on a durable enqueue, on a fresh store of the
+        system's: the seconds each one-row INSERT transaction took, for
+        ``seconds`` (``benchmarks.compare.limits``). Measured once per store,
+        on tenure's; ``None`` elsewhere (before making any store)."""
         return None
 
     def worker_env(self) -> dict[str, str]:

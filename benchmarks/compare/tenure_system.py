@@ -112,6 +112,7 @@ class Tenure(System):
         self.mark.enqueue(index)
 
     def store_limit(self, seconds: float) -> list[float]:
+        self.fresh()
         if isinstance(self.places, PostgresDatabases):
             return limits.postgres_insert(self.url, seconds)
         assert self.places.current is not None  # fresh() made the file

@@ -16,7 +16,7 @@ import re
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
@@ -65,21 +65,34 @@ def _version(path: str) -> int:
 
 def _pgbench(executable: Path, url: str, size: int, seconds: float) -> float:
     """Transactions per second of one pgbench client for ``seconds`` (at least 1)."""
-    with resources.as_file(resources.files("benchmarks.suite").joinpath(SCRIPT)) as script:
-        argv = [str(executable), "-n", "-M", "prepared", "-c", "1", "-j", "1"]
-        argv += ["-T", str(max(1, math.ceil(seconds))), "-D", f"rows={ROWS}", "-D", f"size={size}"]
-        # The argv is pgbench, fixed options and the benchmark's own database URL.
+    options = [*duration(seconds), "-D", f"rows={ROWS}", "-D", f"size={size}"]
+    match = _TPS.search(run_pgbench(executable, SCRIPT, url, options))
+    if match is None:
+        raise BenchError("pgbench printed no tps line")
+    return float(match[1])
+
+
+def duration(seconds: float) -> list[str]:
+    """pgbench's options to run for ``seconds``, rounded up to whole ones (at least 1)."""
+    return ["-T", str(max(1, math.ceil(seconds)))]
+
+
+def run_pgbench(executable: Path, script: str, url: str, options: Sequence[str]) -> str:
+    """What one pgbench client printed, replaying this package's ``script`` on
+    ``url`` with its statements prepared, and ``options``."""
+    with resources.as_file(resources.files("benchmarks.suite").joinpath(script)) as path:
+        argv = [str(executable), "-n", "-M", "prepared", "-c", "1", "-j", "1", *options]
+        # The argv is pgbench, fixed options, a script of ours and the benchmark's database.
         done = subprocess.run(  # noqa: S603
-            [*argv, "-f", str(script), url],
+            [*argv, "-f", str(path), url],
             check=False,
             capture_output=True,
             text=True,
             timeout=600,
         )
-    match = _TPS.search(done.stdout)
-    if done.returncode != 0 or match is None:
+    if done.returncode != 0:
         raise BenchError(f"pgbench failed ({done.returncode}): {done.stderr.strip()[-1000:]}")
-    return float(match[1])
+    return done.stdout
 
 
 def _loop(target: PostgresTarget, size: int, seconds: float) -> float:
@@ -87,7 +100,7 @@ def _loop(target: PostgresTarget, size: int, seconds: float) -> float:
     update = target.Q["limit_update"]
     picks = random.Random(size)
     done = 0
-    with psycopg.connect(target.url, autocommit=True, prepare_threshold=None) as conn:
+    with psycopg.connect(target.url, autocommit=True) as conn:
         started = time.perf_counter()
         while time.perf_counter() - started < seconds:
             first = picks.randint(1, ROWS - size + 1)

@@ -69,3 +69,8 @@ DROP TABLE IF EXISTS tenure_bench_rows;
 UPDATE tenure_bench_rows SET n = n + 1
 WHERE id BETWEEN %(first)s::bigint AND %(last)s::bigint
 RETURNING n;
+
+-- The store's own limit on a durable enqueue (make bench-compare): one-row
+-- inserts, each its own transaction, replayed by pgbench_insert.sql.
+-- name: limit_insert_setup
+CREATE TABLE IF NOT EXISTS tenure_bench_inserts (id bigserial PRIMARY KEY, data text NOT NULL);

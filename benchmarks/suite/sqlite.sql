@@ -41,3 +41,11 @@ INSERT INTO bench_rows (id) SELECT i FROM n;
 -- One transaction's write: rows :first to :last (one row when they are equal).
 -- name: limit_update
 UPDATE bench_rows SET n = n + 1 WHERE id BETWEEN :first AND :last RETURNING n;
+
+-- The store's own limit on a durable enqueue (make bench-compare): one-row
+-- inserts, each its own transaction, on the store's own file.
+-- name: limit_insert_setup
+CREATE TABLE IF NOT EXISTS bench_inserts (id INTEGER PRIMARY KEY, data TEXT NOT NULL);
+
+-- name: limit_insert
+INSERT INTO bench_inserts (data) VALUES (:data);
