@@ -30,6 +30,7 @@ from tenure.checks import names as check_names
 from tenure.errors import InvalidInput, StoreUnavailable
 from tenure.store import Store
 from tenure.store.types import EVENT_KINDS, Event
+from tenure.store.waking import Wakeups
 
 log = logging.getLogger("tenure.events")
 
@@ -348,7 +349,7 @@ class Events:
         return list(reversed(found[:limit])), head
 
 
-async def _registered(store: Store, wake: threading.Event) -> Callable[[], None]:
+async def _registered(store: Store, wake: threading.Event) -> Wakeups:
     """``store.event_notify(wake)``, run on the executor; its unsubscribe. If the
     awaiting follower is cancelled meanwhile, the registration still completes on
     its thread: it is undone as soon as it does, never left waking no one."""
@@ -360,6 +361,6 @@ async def _registered(store: Store, wake: threading.Event) -> Callable[[], None]
         raise
 
 
-def _undo_registration(registering: asyncio.Future[Callable[[], None]]) -> None:
+def _undo_registration(registering: asyncio.Future[Wakeups]) -> None:
     if not registering.cancelled() and registering.exception() is None:
         asyncio.get_running_loop().run_in_executor(None, registering.result())

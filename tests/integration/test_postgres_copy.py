@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -22,6 +23,7 @@ from tenure.store.postgres import copying
 from tenure.store.postgres.backend import PostgresStore
 from tenure.task import LockPhase, UniqueRule
 from tests.conftest import _empty_postgres
+from tests.integration.waiting import Waiting
 
 COUNT = copying.COPY_MIN_TASKS + 20
 ODD_TEXT = "é ü 中文 🎉 \u202ertl a\u0301 tab\there new\nline cr\rret back\\slash \"q\" 's' {,} \\N"
@@ -226,23 +228,6 @@ def test_on_a_callers_connection_the_copied_tasks_live_and_die_with_its_transact
     assert len(store.event_list(limit=10_000)) == COUNT
 
 
-class Waiting:
-    """``task_wait`` in a thread; ``result`` blocks until it returns."""
-
-    def __init__(self, wait: Callable[[], bool]) -> None:
-        self.woke: bool | None = None
-        self._done = threading.Event()
-        threading.Thread(target=self._run, args=(wait,), daemon=True).start()
-
-    def _run(self, wait: Callable[[], bool]) -> None:
-        self.woke = wait()
-        self._done.set()
-
-    def result(self) -> bool | None:
-        assert self._done.wait(WAKE_BOUND), "task_wait did not return"
-        return self.woke
-
-
 def test_a_copied_batch_wakes_a_waiter_once_committed_and_never_if_rolled_back(
     postgres_url: str, store: PostgresStore, copies: list[int]
 ) -> None:
@@ -253,8 +238,9 @@ def test_a_copied_batch_wakes_a_waiter_once_committed_and_never_if_rolled_back(
             tasks = [NewTask(topic="maybe", name="n") for _ in range(COUNT)]
             store.task_create_many(tasks, connection=caller)
             caller.rollback()
+        assert waiter.task_wait(["maybe"], 0) is True  # registered now: look first
         assert waiter.task_wait(["maybe"], 0.5) is False
-        waiting = Waiting(lambda: waiter.task_wait(["maybe"], 60))
+        waiting = Waiting(waiter, ["maybe"], 60)
         store.task_create_many([NewTask(topic="maybe", name="n") for _ in range(COUNT)])
         assert waiting.result() is True
         assert copies == [COUNT, COUNT]
@@ -269,6 +255,7 @@ def test_a_listener_hears_every_committed_enqueue_one_by_one_and_copied(
     listener = PostgresStore(postgres_url, role="waiter")
     heard = threading.Event()
     stop = listener.task_notify(["every"], heard)
+    stop.idle(time.monotonic())
     try:
         assert listener.listen(timeout=10)
         for size in (1, COUNT, 1, COUNT, 1):

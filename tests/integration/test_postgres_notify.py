@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import psycopg
@@ -15,9 +15,7 @@ import pytest
 from tenure.store import NewTask
 from tenure.store.postgres.backend import PostgresStore
 from tests.conftest import _empty_postgres
-
-WAKE_BOUND = 5.0
-"""Seconds within which a waiter must wake; its own timeout is far longer."""
+from tests.integration.waiting import WAKE_BOUND, Waiting
 
 LONG = 60.0
 
@@ -44,32 +42,10 @@ def producer(url: str) -> Iterator[PostgresStore]:
     store.close()
 
 
-class Waiting:
-    """``task_wait`` running in a thread; ``result`` blocks until it returns."""
-
-    def __init__(self, wait: Callable[[], bool]) -> None:
-        self._wait = wait
-        self._done = threading.Event()
-        self.woke: bool | None = None
-        self.seconds = 0.0
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        started = time.monotonic()
-        self.woke = self._wait()
-        self.seconds = time.monotonic() - started
-        self._done.set()
-
-    def result(self, timeout: float = WAKE_BOUND) -> bool | None:
-        assert self._done.wait(timeout), f"task_wait did not return within {timeout} s"
-        return self.woke
-
-
 def test_wakes_when_another_connection_creates_a_task(
     waiter: PostgresStore, producer: PostgresStore
 ) -> None:
-    waiting = Waiting(lambda: waiter.task_wait(["emails"], LONG))
+    waiting = Waiting(waiter, ["emails"], LONG)
     producer.task_create(NewTask(topic="emails", name="send"))
     assert waiting.result() is True
     assert waiting.seconds < WAKE_BOUND
@@ -78,7 +54,7 @@ def test_wakes_when_another_connection_creates_a_task(
 def test_any_topic_wakes_a_waiter_for_every_topic(
     waiter: PostgresStore, producer: PostgresStore
 ) -> None:
-    waiting = Waiting(lambda: waiter.task_wait(None, LONG))
+    waiting = Waiting(waiter, None, LONG)
     producer.task_create(NewTask(topic="whatever", name="n"))
     assert waiting.result() is True
 
@@ -86,6 +62,7 @@ def test_any_topic_wakes_a_waiter_for_every_topic(
 def test_times_out_without_a_task_for_its_topics(
     waiter: PostgresStore, producer: PostgresStore
 ) -> None:
+    assert waiter.task_wait(["quiet"], 0) is True  # registered now: look first
     producer.task_create(NewTask(topic="elsewhere", name="n"))
     started = time.monotonic()
     assert waiter.task_wait(["quiet"], 0.3) is False
@@ -95,16 +72,21 @@ def test_times_out_without_a_task_for_its_topics(
 def test_a_notification_between_waits_is_not_lost(
     waiter: PostgresStore, producer: PostgresStore
 ) -> None:
-    """A task created while the worker was busy (not waiting) wakes its next wait."""
+    """A task created while the worker was busy (not waiting) wakes its next
+    wait, while its registration lives."""
+    assert waiter.task_wait(["busy"], 0) is True  # registered now: look first
     assert waiter.task_wait(["busy"], 0) is False
     producer.task_create(NewTask(topic="busy", name="n"))
-    assert Waiting(lambda: waiter.task_wait(["busy"], LONG)).result() is True
+    started = time.monotonic()
+    assert waiter.task_wait(["busy"], LONG) is True
+    assert time.monotonic() - started < WAKE_BOUND
 
 
 def test_rolled_back_task_wakes_no_one(url: str, waiter: PostgresStore) -> None:
     with psycopg.connect(url) as caller:
         waiter.task_create(NewTask(topic="maybe", name="n"), connection=caller)
         caller.rollback()
+    assert waiter.task_wait(["maybe"], 0) is True  # registered now: look first
     assert waiter.task_wait(["maybe"], 0.3) is False
 
 
@@ -135,19 +117,20 @@ def test_listener_reconnects_after_its_connection_is_killed(
     url: str, waiter: PostgresStore, producer: PostgresStore
 ) -> None:
     old = the_listener_pid(url)
+    waiting = Waiting(waiter, ["after"], LONG)
     with psycopg.connect(url, autocommit=True) as admin:
         admin.execute("SELECT pg_terminate_backend(%s, 5000)", [old])
     # Tasks may have been created while no one listened: waiters are woken.
-    assert Waiting(lambda: waiter.task_wait(["after"], LONG)).result() is True
+    assert waiting.result() is True
     new_pids = listener_pids(url)
     assert len(new_pids) == 1 and old not in new_pids
-    waiting = Waiting(lambda: waiter.task_wait(["after"], LONG))
+    waiting = Waiting(waiter, ["after"], LONG)
     producer.task_create(NewTask(topic="after", name="n"))
     assert waiting.result() is True
 
 
 def test_close_wakes_waiters(waiter: PostgresStore) -> None:
-    waiting = Waiting(lambda: waiter.task_wait(["never"], LONG))
+    waiting = Waiting(waiter, ["never"], LONG)
     waiter.close()
     assert waiting.result() is False
 
@@ -167,6 +150,8 @@ def test_subscribed_events_are_set_for_their_topics_only(
     mail, other = threading.Event(), threading.Event()
     stop_mail = waiter.task_notify(["mail"], mail)
     stop_other = waiter.task_notify(["other"], other)
+    stop_mail.idle(time.monotonic())
+    stop_other.idle(time.monotonic())
     try:
         # Notifications are heard in commit order: once "other" is heard, a
         # notification for "mail" sent before it would have been heard too.

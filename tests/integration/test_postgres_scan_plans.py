@@ -51,15 +51,17 @@ def interleaved(postgres_url: str) -> Iterator[PostgresStore]:
             )
         ]
         listed = ", ".join(columns)
-        # No events for the copies: the event trigger is off for the load only,
-        # inside its transaction.
+        # No events or wake-ups for the copies: their triggers are off for the
+        # load only, inside its transaction.
         conn.execute("ALTER TABLE tasks DISABLE TRIGGER tasks_created")
+        conn.execute("ALTER TABLE tasks DISABLE TRIGGER tasks_created_wake")
         conn.execute(
             f"INSERT INTO tasks (id, group_id, {listed})"
             f" SELECT id || '-' || copy, group_id || '-' || copy, {listed}"
             f" FROM tasks CROSS JOIN generate_series(1, {COPIES}) AS copy ORDER BY copy, seq"
         )
         conn.execute("ALTER TABLE tasks ENABLE TRIGGER tasks_created")
+        conn.execute("ALTER TABLE tasks ENABLE TRIGGER tasks_created_wake")
         conn.commit()
         conn.autocommit = True
         conn.execute("VACUUM ANALYZE tasks")

@@ -68,6 +68,12 @@ POSTGRES_ONLY = {
     "migrations hold the write lock (begin_write)",
     "without_jit": "task_groups turns off PostgreSQL's JIT compilation, which costs more than "
     "it saves there; SQLite compiles nothing",
+    "wake_want": "PostgreSQL's triggers notify only while an idle waiter is registered (a "
+    "NOTIFY serialises commits); SQLite's waiters watch data_version, which costs no writer",
+    "wake_lock": "see wake_want",
+    "wake_lock_timeout": "see wake_want",
+    "wake_tidy": "see wake_want",
+    "wake_drop": "see wake_want",
 }
 
 

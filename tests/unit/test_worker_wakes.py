@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -14,6 +14,7 @@ import pytest
 import tenure
 from tenure import Status
 from tenure.store import ReserveParams, Store, TaskFilter
+from tenure.store.waking import Wakeups
 from tenure.worker.worker import Worker
 
 POLL = 30.0
@@ -23,8 +24,8 @@ POLL = 30.0
 def deaf(store: Store) -> None:
     """Keep the store from waking the worker as tasks change: only endings may."""
 
-    def notify(topics: Sequence[str] | None, wake: threading.Event) -> Callable[[], None]:
-        return lambda: None
+    def notify(topics: Sequence[str] | None, wake: threading.Event) -> Wakeups:
+        return Wakeups(lambda: None)
 
     store.task_notify = notify  # type: ignore[method-assign]
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 from datetime import datetime
 from functools import partial
@@ -46,7 +46,7 @@ from tenure.store.types import (
     UniqueLock,
     WorkerInfo,
 )
-from tenure.store.waking import notify_from_waits
+from tenure.store.waking import Wakeups, notify_from_waits
 from tenure.task import Lease, Status, Task, TaskError
 
 log = logging.getLogger("tenure.store")
@@ -338,11 +338,11 @@ class Store(EventLog, Operating):
         time.sleep(validate.seconds(timeout, "timeout", allow_zero=True))
         return False
 
-    def task_notify(
-        self, topics: Sequence[str] | None, wake: threading.Event
-    ) -> Callable[[], None]:
+    def task_notify(self, topics: Sequence[str] | None, wake: threading.Event) -> Wakeups:
         """Set ``wake`` whenever tasks may have become pending on ``topics``
-        (``None``: any), until the returned function is called.
+        (``None``: any), until the returned subscription is called. The
+        subscriber tells it when it is idle and when busy (see
+        :class:`~tenure.store.waking.Wakeups`).
 
         By default a thread follows :meth:`task_wait`; a store that is told of
         new tasks (PostgreSQL) sets ``wake`` from where it hears of them, one
@@ -350,7 +350,7 @@ class Store(EventLog, Operating):
         are never told do nothing: their callers poll.
         """
         if type(self).task_wait is Store.task_wait:
-            return lambda: None
+            return Wakeups(lambda: None)
         return notify_from_waits(partial(self.task_wait, topics), wake, "new tasks")
 
     # -- counting, the clock, retention --------------------------------------------

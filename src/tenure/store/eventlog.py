@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -25,7 +25,7 @@ from tenure.store import cursor as cursors
 from tenure.store import validate
 from tenure.store.backend import Backend
 from tenure.store.types import Event, EventPage, Report
-from tenure.store.waking import notify_from_waits
+from tenure.store.waking import Wakeups, notify_from_waits
 
 MAX_REPORT_IDS = 10_000
 """Most task ids one report keeps (its total counts them all)."""
@@ -79,13 +79,13 @@ class EventLog(Backend):
         time.sleep(validate.seconds(timeout, "timeout", allow_zero=True))
         return False
 
-    def event_notify(self, wake: threading.Event) -> Callable[[], None]:
+    def event_notify(self, wake: threading.Event) -> Wakeups:
         """Set ``wake`` whenever events may have been appended, until the
         returned function is called. Once this returns, no later append goes
         unnoticed (short of a lost connection: followers still poll every
         :attr:`event_poll` seconds)."""
         if type(self).event_wait is EventLog.event_wait:
-            return lambda: None
+            return Wakeups(lambda: None)
         return notify_from_waits(self.event_wait, wake, "events")
 
     def event_prune(

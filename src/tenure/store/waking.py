@@ -4,6 +4,11 @@ A store that can only be waited on (SQLite watching its change counter) offers
 ``*_notify(wake)`` through a thread of its own that loops on the wait and sets
 ``wake`` each time it returns early; a store that is told of changes
 (PostgreSQL's LISTEN) sets ``wake`` from where it hears of them instead.
+
+Either way the subscriber gets a :class:`Wakeups`, through which it also
+says when it is idle and when busy: PostgreSQL's wake-ups cost every writer
+something (see ``postgres/wanting.py``), so it sends them only while someone
+is idle; a store whose wake-ups are free ignores both.
 """
 
 from __future__ import annotations
@@ -21,9 +26,27 @@ FOLLOW_START_TIMEOUT = 5.0
 """Seconds a ``*_notify`` call waits for its thread to start following."""
 
 
-def notify_from_waits(
-    wait: Callable[[float], bool], wake: threading.Event, what: str
-) -> Callable[[], None]:
+class Wakeups:
+    """What ``task_notify`` and ``event_notify`` return. Calling it ends the
+    wake-ups; :meth:`idle` and :meth:`busy` tell whether they are wanted."""
+
+    def __init__(self, end: Callable[[], None]) -> None:
+        self._end = end
+
+    def __call__(self) -> None:
+        self._end()
+
+    def idle(self, since: float) -> bool:
+        """The subscriber is about to wait for news, having last looked for work
+        in a read begun at ``since`` (``time.monotonic()``). True: look once more
+        before waiting, as news from before now may not wake the wait."""
+        return False
+
+    def busy(self) -> None:
+        """The subscriber has more work than room: no wake-ups are needed for now."""
+
+
+def notify_from_waits(wait: Callable[[float], bool], wake: threading.Event, what: str) -> Wakeups:
     """Set ``wake`` each time ``wait`` reports news, on a thread, until the
     returned function is called. The first wait (of zero seconds) happens before
     this returns, so news that comes later is not missed."""
@@ -53,4 +76,4 @@ def notify_from_waits(
 
     threading.Thread(target=follow, name=f"tenure-{what.replace(' ', '-')}", daemon=True).start()
     following.wait(FOLLOW_START_TIMEOUT)
-    return unsubscribe
+    return Wakeups(unsubscribe)

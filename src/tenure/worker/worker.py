@@ -35,6 +35,7 @@ from tenure.registry import Registry
 from tenure.store import ReserveParams, Store
 from tenure.store.types import WorkerInfo
 from tenure.store.url import describe_url, open_patiently
+from tenure.store.waking import Wakeups
 from tenure.task import Lease, Task
 from tenure.worker.completer import BATCH as ENDINGS_BATCH
 from tenure.worker.completer import Completer
@@ -197,14 +198,14 @@ class Worker:
         heartbeat.start()
         scheduler = self._start_scheduler()
         # New tasks on the store wake the fetch loop as slots freeing do.
-        unsubscribe = store.task_notify(self.topics, self._wake)
+        subscription = store.task_notify(self.topics, self._wake)
         self._announce()
         self.started.set()
         try:
-            self._fetch_loop(store, executor, completer)
+            self._fetch_loop(store, executor, completer, subscription)
             log.info("worker %s: %s, stopping", self.owner, self._stop_reasons[0])
         finally:
-            unsubscribe()
+            subscription()
             self._shutdown(store, executor, completer, keepalive)
             scheduler()
             heartbeat.close(self.owner)
@@ -225,7 +226,9 @@ class Worker:
         for warning in untakeable(self.registry.values(), self.topics, self.tags):
             log.warning("%s", warning)
 
-    def _fetch_loop(self, store: Store, executor: Executor, completer: Completer) -> None:
+    def _fetch_loop(
+        self, store: Store, executor: Executor, completer: Completer, subscription: Wakeups
+    ) -> None:
         def deliver(held: Held, ending: Ending) -> None:
             if self.holdings.end(held):
                 self.prefetch.ran(time.monotonic() - held.started)
@@ -249,6 +252,13 @@ class Worker:
             if not behind and self._reserve_now(free):
                 tasks, asked = self._reserve(store, free)
                 self._start(tasks, asked, executor, deliver)
+                # Wake-ups are wanted while the store runs short of work for this
+                # worker. One made wanted after the look began may have missed a
+                # task: look again before waiting.
+                if len(tasks) >= free:
+                    subscription.busy()
+                elif not self._reserve_failures and subscription.idle(asked):
+                    continue
             if not tasks or len(tasks) < free:
                 self._wake.wait(self.poll_interval)
 

@@ -117,8 +117,8 @@ class PostgresStore(Listening, PostgresLog, Store):
         )
         listener_kwargs = connection_kwargs(url, f"{role}-listener")
         connect = partial(psycopg.connect, url, **listener_kwargs)
-        self._listener = Listener(connect, Q["listen"])
-        self._event_listener = Listener(connect, Q["listen_events"])
+        self._listener = Listener(connect, Q["listen"], self._connection, events=False)
+        self._event_listener = Listener(connect, Q["listen_events"], self._connection, events=True)
         try:
             with translated():
                 self._pool.open()

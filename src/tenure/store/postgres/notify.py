@@ -3,9 +3,11 @@
 
 The schema's triggers ``pg_notify('tenure_tasks', topic)`` whenever a task
 becomes pending, inside the writing transaction, so a notification is sent when
-and only if the task is committed. One :class:`Listener` per store holds a
-dedicated connection (never a pooled one: a pooled session is shared, and a
-LISTEN on it would follow it around) and a thread that blocks on its socket.
+and only if the task is committed; and only while an idle waiter is registered
+for the topic (see ``wanting``): a subscriber says when it is idle. One
+:class:`Listener` per store holds a dedicated connection (never a pooled one: a
+pooled session is shared, and a LISTEN on it would follow it around) and a
+thread that blocks on its socket.
 
 Notifications only wake; they are never the record. A waiter may wake for
 nothing (it reserves, finds no work, waits again) and, while the listening
@@ -22,10 +24,13 @@ own blocked in ``wait``.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import selectors
 import threading
+import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 import psycopg
@@ -33,10 +38,13 @@ from psycopg import pq
 
 from tenure.errors import InvalidInput
 from tenure.store import validate
+from tenure.store.postgres.wanting import Topics, Wants
+from tenure.store.waking import Wakeups
 
 log = logging.getLogger(__name__)
 
 Connect = Callable[[], psycopg.Connection[Any]]
+Registering = Callable[[], AbstractContextManager[psycopg.Connection[Any]]]
 
 MAX_BACKOFF = 5.0
 """Longest pause, in seconds, between attempts to reconnect the listener."""
@@ -45,8 +53,11 @@ MAX_BACKOFF = 5.0
 class Listener:
     """Follows the ``tenure_tasks`` channel; lets threads wait for topics."""
 
-    def __init__(self, connect: Connect, listen_sql: str) -> None:
+    def __init__(
+        self, connect: Connect, listen_sql: str, registering: Registering, *, events: bool
+    ) -> None:
         self._connect = connect
+        self._wants = Wants(registering, events=events, lapsed=self._look_again)
         self._listen_sql = listen_sql
         self._cond = threading.Condition()
         self._count = 0  # notifications (and reconnections) seen so far
@@ -61,29 +72,44 @@ class Listener:
 
     def wait(self, topics: Sequence[str] | None, timeout: float) -> bool:
         """Block until a task may have become pending on ``topics`` (``None``:
-        any) since this thread's last wait, or ``timeout`` seconds pass."""
+        any) since this thread's last wait, or ``timeout`` seconds pass. True
+        at once when the thread must look again first (it was just registered
+        as waiting: see ``wanting``)."""
         with self._cond:
             self._start()
-            since: int = getattr(self._seen, "count", 0)
-            woken = self._cond.wait_for(lambda: self._news(topics, since), timeout)
-            self._seen.count = self._count
-            return bool(woken) and not self._closed
+            heard = self._count
+        key, wanted = threading.get_ident(), _frozen(topics)
+        if self._wants.want(key, wanted, getattr(self._seen, "at", -math.inf)):
+            # The caller looks again: what was heard so far is seen by that look.
+            self._seen.count, self._seen.at = heard, time.monotonic()
+            return True
+        try:
+            with self._cond:
+                since: int = getattr(self._seen, "count", 0)
+                woken = self._cond.wait_for(lambda: self._news(topics, since), timeout)
+                self._seen.count = self._count
+                return bool(woken) and not self._closed
+        finally:
+            self._seen.at = time.monotonic()
+            self._wants.unwant(key)
 
-    def subscribe(self, topics: Sequence[str] | None, wake: threading.Event) -> Callable[[], None]:
+    def subscribe(self, topics: Sequence[str] | None, wake: threading.Event) -> Wakeups:
         """Set ``wake`` from the listening thread itself on every notification
         for ``topics`` (``None``: any) and on every reconnection, until the
-        returned function is called."""
-        entry = (None if topics is None else frozenset(topics), wake)
+        returned subscription is called. Notifications are sent only while a
+        subscriber says it is idle (:class:`Wanting`)."""
+        entry = (_frozen(topics), wake)
         with self._cond:
             self._start()
             self._subscribers.append(entry)
 
         def unsubscribe() -> None:
+            self._wants.unwant(wake)
             with self._cond:
                 if entry in self._subscribers:
                     self._subscribers.remove(entry)
 
-        return unsubscribe
+        return Wanting(unsubscribe, self._wants, wake, entry[0])
 
     def ready(self, timeout: float) -> bool:
         """Start listening if need be; block until listening or ``timeout``."""
@@ -94,6 +120,7 @@ class Listener:
 
     def close(self) -> None:
         """Stop listening and wake every waiter; later waits return False at once."""
+        self._wants.close()
         with self._cond:
             if self._closed:
                 return
@@ -172,6 +199,15 @@ class Listener:
                 if wanted is None or not wanted.isdisjoint(topics):
                     wake.set()
 
+    def _look_again(self) -> None:
+        """Tasks (or events) may have gone unnotified: every waiter looks again."""
+        with self._cond:
+            self._count += 1
+            self._resync = self._count
+            for _, wake in self._subscribers:
+                wake.set()
+            self._cond.notify_all()
+
     def _set_listening(self, listening: bool, *, resync: bool) -> None:
         with self._cond:
             self._listening = listening
@@ -188,6 +224,20 @@ class Listener:
         with selectors.DefaultSelector() as selector:
             selector.register(self._wake_r, selectors.EVENT_READ)
             return bool(selector.select(seconds)) or self._closed
+
+
+class Wanting(Wakeups):
+    """A subscription to a listener: idle, its topics are registered as wanted."""
+
+    def __init__(self, end: Callable[[], None], wants: Wants, key: object, topics: Topics) -> None:
+        super().__init__(end)
+        self._wants, self._key, self._topics = wants, key, topics
+
+    def idle(self, since: float) -> bool:
+        return self._wants.want(self._key, self._topics, since)
+
+    def busy(self) -> None:
+        self._wants.unwant(self._key)
 
 
 class Listening:
@@ -213,18 +263,18 @@ class Listening:
         timeout = validate.seconds(timeout, "timeout", allow_zero=True)
         return self._listener.wait(_topics(topics), timeout)
 
-    def task_notify(
-        self, topics: Sequence[str] | None, wake: threading.Event
-    ) -> Callable[[], None]:
+    def task_notify(self, topics: Sequence[str] | None, wake: threading.Event) -> Wakeups:
         """Set ``wake`` from the listening thread as each notification for
-        ``topics`` arrives (and after each reconnection)."""
+        ``topics`` arrives (and after each reconnection): notifications are
+        sent while the subscription says it is idle."""
         return self._listener.subscribe(_topics(topics), wake)
 
     def listen(self, timeout: float = 10.0) -> bool:
         """Start listening for new tasks now; True once listening.
 
-        ``task_wait`` starts listening by itself; calling this first means no
-        task created after it returns can be missed by the next ``task_wait``.
+        ``task_wait`` starts listening by itself. A thread's first
+        ``task_wait`` also registers it as waiting (and returns True at once:
+        look again); no task created after that look is missed by its next.
         """
         return self._listener.ready(validate.seconds(timeout, "timeout", allow_zero=True))
 
@@ -234,17 +284,23 @@ class Listening:
         timeout = validate.seconds(timeout, "timeout", allow_zero=True)
         return self._event_listener.wait(None, timeout)
 
-    def event_notify(self, wake: threading.Event) -> Callable[[], None]:
+    def event_notify(self, wake: threading.Event) -> Wakeups:
         """Set ``wake`` from the listening thread as each notification of
         appended events arrives (and after each reconnection); listening has
-        begun when this returns, or else the follower's poll covers the gap."""
-        unsubscribe = self._event_listener.subscribe(None, wake)
+        begun, and the follower is registered, when this returns, or else the
+        follower's poll covers the gap. A follower is idle all along."""
+        subscription = self._event_listener.subscribe(None, wake)
         self._event_listener.ready(LISTEN_START_TIMEOUT)
-        return unsubscribe
+        subscription.idle(time.monotonic())
+        return subscription
 
 
 LISTEN_START_TIMEOUT = 5.0
 """Seconds ``event_notify`` waits for the listening connection."""
+
+
+def _frozen(topics: Sequence[str] | None) -> Topics:
+    return None if topics is None else frozenset(topics)
 
 
 def _topics(topics: Sequence[str] | None) -> list[str] | None:

@@ -579,6 +579,35 @@ LISTEN tenure_tasks;
 -- name: listen_events
 LISTEN tenure_events;
 
+-- Registering an idle waiter, so that the triggers notify it
+-- (0011_wake_only_waiters.sql). The exclusive lock waits for the transactions
+-- checking for waiters or committing after a check; new ones queue behind it,
+-- so the wait is bounded: a registration that cannot have the lock soon fails,
+-- and its waiter polls.
+-- name: wake_lock_timeout
+SET LOCAL lock_timeout = '100ms';
+
+-- name: wake_lock
+SELECT pg_advisory_xact_lock(hashtext('tenure.wake'));
+
+-- topics NULL: any topic. The registration lives ttl seconds from the start of
+-- its transaction, on the server's clock, as the triggers read it.
+-- name: wake_want
+INSERT INTO wake_wanted (waiter, topics, events, until)
+VALUES (%(waiter)s::text, %(topics)s::text[], %(events)s::boolean,
+        now() + make_interval(secs => %(ttl)s::float8))
+ON CONFLICT (waiter) DO UPDATE
+SET topics = EXCLUDED.topics, events = EXCLUDED.events, until = EXCLUDED.until;
+
+-- Registrations of waiters that died: long expired, costing nothing but rows.
+-- name: wake_tidy
+DELETE FROM wake_wanted WHERE until < now() - interval '1 minute';
+
+-- Removing a registration needs no lock: a producer that still sees it only
+-- notifies for nothing.
+-- name: wake_drop
+DELETE FROM wake_wanted WHERE waiter = %(waiter)s::text;
+
 -- Migrations. The advisory lock is held until the migrating transaction ends,
 -- so processes migrating at once take turns: the later ones find the work done.
 -- name: lock_migrations

@@ -1,0 +1,169 @@
+"""Registrations of idle waiters: the triggers notify only while one is live.
+
+Every transaction that notifies commits alone (PostgreSQL takes a lock for the
+whole database at the commit of one that has notifications queued), so the
+schema's triggers notify only for topics some idle worker takes, and for events
+only while a follower follows (``0011_wake_only_waiters.sql``). This module
+keeps one store's registration in ``wake_wanted``: one row per listener,
+covering every topic its waiters are idle on, renewed before it expires, and
+let go of (at the next renewal) once nobody is idle.
+
+A registration that widens the row takes the lock the triggers check under and
+commits before its waiter looks for work again: whatever a producer committed
+without seeing it, that look finds. So :meth:`Wants.want` says whether the
+waiter must look again before it waits. A registration that cannot be made (the
+database is down, or the lock is not had in time) leaves the waiter to poll.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
+
+import psycopg
+
+from tenure.errors import TenureError
+from tenure.store.postgres.schema import Q
+
+log = logging.getLogger("tenure.store")
+
+Connection = psycopg.Connection[Any]
+
+TTL = 30.0
+"""Seconds a registration lives unless renewed."""
+RENEW = TTL / 3
+"""Seconds between renewals: two may fail before the registration lapses."""
+CLOSE_WAIT = 1.0
+"""Seconds closing waits to remove the registration."""
+
+Topics = frozenset[str] | None
+"""The topics a waiter takes; ``None``: any."""
+
+
+class Wants:
+    """The registration of one listener's idle waiters (for tasks, or for events)."""
+
+    def __init__(
+        self,
+        connection: Callable[[], AbstractContextManager[Connection]],
+        *,
+        events: bool,
+        lapsed: Callable[[], None],
+    ) -> None:
+        self._connection = connection
+        self._events = events
+        self._lapsed = lapsed  # a registration had lapsed: every waiter should look again
+        self._waiter = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        self._lock = threading.Lock()  # one registration at a time; guards what follows
+        self._wanted: dict[object, Topics] = {}
+        self._covers: Topics = frozenset()
+        self._made_at = -math.inf  # monotonic, once the registration had committed
+        self._live_until = -math.inf  # monotonic: the registration's start plus TTL
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def want(self, key: object, topics: Topics, since: float) -> bool:
+        """``key``'s waiter is idle on ``topics``, having last looked for work in
+        a read begun at ``since`` (monotonic). True: it must look again before
+        it waits, since a registration covering it was made after that read."""
+        with self._lock:
+            self._wanted[key] = topics
+            self._start()
+            if time.monotonic() < self._live_until and _covered(topics, self._covers):
+                return self._made_at >= since
+            return self._register()
+
+    def unwant(self, key: object) -> None:
+        """``key``'s waiter is busy or gone; the registration narrows at its next
+        renewal (narrowing at once would only make the next idle spell pay)."""
+        with self._lock:
+            self._wanted.pop(key, None)
+
+    def close(self) -> None:
+        """Stop renewing and remove the registration, so writers stop notifying
+        now rather than when it expires; not waiting long for a database that
+        does not answer (closing must not hang on it)."""
+        self._stop.set()
+        with self._lock:
+            self._wanted.clear()
+            live = self._live_until > -math.inf
+        if live:
+            dropping = threading.Thread(target=self._drop, name="tenure-wants-drop", daemon=True)
+            dropping.start()
+            dropping.join(CLOSE_WAIT)
+
+    # -- under self._lock ---------------------------------------------------------
+
+    def _start(self) -> None:
+        if self._thread is None and not self._stop.is_set():
+            self._thread = threading.Thread(target=self._renew, name="tenure-wants", daemon=True)
+            self._thread.start()
+
+    def _register(self) -> bool:
+        """Register every idle waiter's topics; True once committed."""
+        covers = _union(self._wanted.values())
+        began = time.monotonic()
+        params = {
+            "waiter": self._waiter,
+            # A follower of events wants no task's wake-up (NULL would be all).
+            "topics": [] if self._events else None if covers is None else sorted(covers),
+            "events": self._events,
+            "ttl": TTL,
+        }
+        try:
+            with self._connection() as conn, conn.transaction():
+                conn.execute(Q["wake_lock_timeout"])
+                conn.execute(Q["wake_lock"])
+                conn.execute(Q["wake_want"], params)
+                conn.execute(Q["wake_tidy"])
+        except TenureError as exc:
+            log.warning("could not register for wake-ups (waiting by polling): %s", exc)
+            return False
+        lapsed = began >= self._live_until and self._live_until > -math.inf
+        self._covers, self._made_at = covers, time.monotonic()
+        self._live_until = began + TTL
+        if lapsed:
+            self._lapsed()
+        return True
+
+    def _drop(self) -> None:
+        try:
+            with self._connection() as conn:
+                conn.execute(Q["wake_drop"], {"waiter": self._waiter})
+        except TenureError as exc:
+            log.warning("could not remove a wake-up registration (it expires): %s", exc)
+            return
+        self._covers, self._live_until = frozenset(), -math.inf
+
+    def _renew(self) -> None:
+        while not self._stop.wait(RENEW):
+            with self._lock:
+                if self._stop.is_set():
+                    return
+                if self._wanted:
+                    self._register()
+                elif self._live_until > -math.inf:
+                    self._drop()
+
+
+def _covered(topics: Topics, covers: Topics) -> bool:
+    if covers is None:
+        return True
+    return topics is not None and topics <= covers
+
+
+def _union(wanted: Any) -> Topics:
+    topics: set[str] = set()
+    for each in wanted:
+        if each is None:
+            return None
+        topics |= each
+    return frozenset(topics)
