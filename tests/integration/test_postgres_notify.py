@@ -13,6 +13,7 @@ import psycopg
 import pytest
 
 from tenure.store import NewTask
+from tenure.store.postgres import wanting
 from tenure.store.postgres.backend import PostgresStore
 from tests.conftest import _empty_postgres
 from tests.integration.waiting import WAKE_BOUND, Waiting
@@ -169,3 +170,56 @@ def test_subscribed_events_are_set_for_their_topics_only(
         assert not mail.is_set()  # unsubscribed
     finally:
         stop_other()
+
+
+def test_an_enqueue_at_repeatable_read_wakes_a_waiter_registered_after_its_snapshot(
+    url: str, waiter: PostgresStore, producer: PostgresStore
+) -> None:
+    """Its snapshot predates the registration, so it cannot see it: it notifies
+    unchecked."""
+    with psycopg.connect(url) as caller:
+        caller.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        caller.execute("SELECT 1")  # the transaction's snapshot is taken here
+        waiting = Waiting(waiter, ["repeatable"], LONG)
+        producer.task_create(NewTask(topic="repeatable", name="n"), connection=caller)
+        caller.commit()
+    assert waiting.result() is True
+
+
+def test_no_one_is_notified_while_no_one_waits(url: str, producer: PostgresStore) -> None:
+    """The point of registering: a commit with nobody waiting sends nothing."""
+    with psycopg.connect(url, autocommit=True) as listening:
+        listening.execute("LISTEN tenure_tasks")
+        listening.execute("LISTEN tenure_events")
+        producer.task_create(NewTask(topic="alone", name="n"))
+        assert list(listening.notifies(timeout=0.5)) == []
+        registered = PostgresStore(url, role="waiter")
+        try:
+            assert registered.task_wait(["alone"], 0) is True  # registered now
+            producer.task_create(NewTask(topic="alone", name="n"))
+            heard = [n.payload for n in listening.notifies(timeout=WAKE_BOUND, stop_after=1)]
+            assert heard == ["alone"]
+        finally:
+            registered.close()
+
+
+def test_a_waiter_whose_registration_failed_looks_again_once_one_is_made(
+    url: str, producer: PostgresStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the lock is held elsewhere, registering fails and the task below is
+    committed unnotified; the renewal that succeeds wakes the waiter to look."""
+    monkeypatch.setattr(wanting, "RENEW", 0.3)
+    store = PostgresStore(url, role="waiter")
+    try:
+        assert store.listen(timeout=10)
+        with psycopg.connect(url, autocommit=True) as holder:
+            holder.execute("SELECT pg_advisory_lock_shared(hashtext('tenure.wake'))")
+            store.task_wait(["late"], 0)  # registering is refused: lock_timeout
+            producer.task_create(NewTask(topic="late", name="n"))
+            waiting = Waiting(store, ["late"], LONG)
+            time.sleep(1.0)  # renewals keep failing meanwhile
+            assert waiting.woke is None
+            holder.execute("SELECT pg_advisory_unlock_shared(hashtext('tenure.wake'))")
+        assert waiting.result() is True
+    finally:
+        store.close()

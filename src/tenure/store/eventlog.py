@@ -81,9 +81,9 @@ class EventLog(Backend):
 
     def event_notify(self, wake: threading.Event) -> Wakeups:
         """Set ``wake`` whenever events may have been appended, until the
-        returned function is called. Once this returns, no later append goes
-        unnoticed (short of a lost connection: followers still poll every
-        :attr:`event_poll` seconds)."""
+        returned :class:`~tenure.store.waking.Wakeups` is called. Once this
+        returns, no later append goes unnoticed (short of a lost connection:
+        followers still poll every :attr:`event_poll` seconds)."""
         if type(self).event_wait is EventLog.event_wait:
             return Wakeups(lambda: None)
         return notify_from_waits(self.event_wait, wake, "events")

@@ -51,7 +51,8 @@ MAX_BACKOFF = 5.0
 
 
 class Listener:
-    """Follows the ``tenure_tasks`` channel; lets threads wait for topics."""
+    """Follows one channel (``tenure_tasks``, or ``tenure_events``); lets
+    threads wait for its news, and keeps their registration as waiting."""
 
     def __init__(
         self, connect: Connect, listen_sql: str, registering: Registering, *, events: bool
@@ -78,15 +79,15 @@ class Listener:
         with self._cond:
             self._start()
             heard = self._count
-        key, wanted = threading.get_ident(), _frozen(topics)
-        if self._wants.want(key, wanted, getattr(self._seen, "at", -math.inf)):
-            # The caller looks again: what was heard so far is seen by that look.
-            self._seen.count, self._seen.at = heard, time.monotonic()
-            return True
+        key, looked_at = threading.get_ident(), getattr(self._seen, "at", -math.inf)
         try:
+            if self._wants.want(key, _frozen(topics), looked_at):
+                # The caller looks again: what was heard so far is seen by that look.
+                self._seen.count = heard
+                return True
             with self._cond:
-                since: int = getattr(self._seen, "count", 0)
-                woken = self._cond.wait_for(lambda: self._news(topics, since), timeout)
+                seen_count: int = getattr(self._seen, "count", 0)
+                woken = self._cond.wait_for(lambda: self._news(topics, seen_count), timeout)
                 self._seen.count = self._count
                 return bool(woken) and not self._closed
         finally:
@@ -98,18 +99,18 @@ class Listener:
         for ``topics`` (``None``: any) and on every reconnection, until the
         returned subscription is called. Notifications are sent only while a
         subscriber says it is idle (:class:`Wanting`)."""
-        entry = (_frozen(topics), wake)
+        entry, key = (_frozen(topics), wake), object()
         with self._cond:
             self._start()
             self._subscribers.append(entry)
 
         def unsubscribe() -> None:
-            self._wants.unwant(wake)
+            self._wants.unwant(key)
             with self._cond:
                 if entry in self._subscribers:
                     self._subscribers.remove(entry)
 
-        return Wanting(unsubscribe, self._wants, wake, entry[0])
+        return Wanting(unsubscribe, self._wants, key, entry[0])
 
     def ready(self, timeout: float) -> bool:
         """Start listening if need be; block until listening or ``timeout``."""
@@ -119,20 +120,20 @@ class Listener:
             return self._listening and not self._closed
 
     def close(self) -> None:
-        """Stop listening and wake every waiter; later waits return False at once."""
-        self._wants.close()
+        """Stop listening and wake every waiter; later waits return False at once.
+        The registration as waiting is removed last (it may wait on the database)."""
         with self._cond:
             if self._closed:
                 return
             self._closed = True
             self._cond.notify_all()
             thread = self._thread
-        if thread is None:
-            return
-        os.write(self._wake_w, b"x")
-        thread.join()
-        os.close(self._wake_r)
-        os.close(self._wake_w)
+        if thread is not None:
+            os.write(self._wake_w, b"x")
+            thread.join()
+            os.close(self._wake_r)
+            os.close(self._wake_w)
+        self._wants.close()
 
     # -- waiting side (under self._cond) -----------------------------------------
 
@@ -153,18 +154,17 @@ class Listener:
 
     def _run(self) -> None:
         backoff = 0.1
-        connected_before = False
         while not self._closed:
             try:
                 with self._connect() as conn:
                     conn.execute(self._listen_sql)
-                    self._set_listening(True, resync=connected_before)
-                    connected_before, backoff = True, 0.1
+                    self._set_listening(True)
+                    backoff = 0.1
                     self._follow(conn)
             except (psycopg.Error, OSError) as exc:
                 log.warning("tenure listener lost its connection: %s", exc)
             finally:
-                self._set_listening(False, resync=False)
+                self._set_listening(False)
             if self._pause(backoff):
                 return
             backoff = min(backoff * 2, MAX_BACKOFF)
@@ -200,7 +200,8 @@ class Listener:
                     wake.set()
 
     def _look_again(self) -> None:
-        """Tasks (or events) may have gone unnotified: every waiter looks again."""
+        """Tasks (or events) may have gone unnotified: every waiter and every
+        subscriber looks again."""
         with self._cond:
             self._count += 1
             self._resync = self._count
@@ -208,15 +209,11 @@ class Listener:
                 wake.set()
             self._cond.notify_all()
 
-    def _set_listening(self, listening: bool, *, resync: bool) -> None:
+    def _set_listening(self, listening: bool) -> None:
+        if listening:  # news from before LISTEN took effect was not heard: look once
+            self._look_again()
         with self._cond:
             self._listening = listening
-            if resync:
-                self._count += 1
-                self._resync = self._count
-            if listening:  # tasks created before LISTEN took effect: look once
-                for _, wake in self._subscribers:
-                    wake.set()
             self._cond.notify_all()
 
     def _pause(self, seconds: float) -> bool:
@@ -291,6 +288,7 @@ class Listening:
         follower's poll covers the gap. A follower is idle all along."""
         subscription = self._event_listener.subscribe(None, wake)
         self._event_listener.ready(LISTEN_START_TIMEOUT)
+        # Whether to look again is moot: the follower reads once this returns.
         subscription.idle(time.monotonic())
         return subscription
 

@@ -24,7 +24,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -40,7 +40,11 @@ Connection = psycopg.Connection[Any]
 TTL = 30.0
 """Seconds a registration lives unless renewed."""
 RENEW = TTL / 3
-"""Seconds between renewals: two may fail before the registration lapses."""
+"""Seconds between renewals: two may fail before the registration lapses; also
+how long after a failed registration a waiter leaves retrying to the renewals."""
+MARGIN = 1.0
+"""Seconds before its end at which a registration is taken as lapsed: a renewal
+that begins later may commit after the server's ``until``."""
 CLOSE_WAIT = 1.0
 """Seconds closing waits to remove the registration."""
 
@@ -60,31 +64,41 @@ class Wants:
     ) -> None:
         self._connection = connection
         self._events = events
-        self._lapsed = lapsed  # a registration had lapsed: every waiter should look again
+        self._lapsed = lapsed  # wake-ups may have been missed: every waiter looks again
         self._waiter = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
-        self._lock = threading.Lock()  # one registration at a time; guards what follows
         self._wanted: dict[object, Topics] = {}
+        self._wanted_lock = threading.Lock()  # guards _wanted only: never held over I/O
+        self._lock = threading.Lock()  # one registration at a time; guards what follows
         self._covers: Topics = frozenset()
         self._made_at = -math.inf  # monotonic, once the registration had committed
         self._live_until = -math.inf  # monotonic: the registration's start plus TTL
+        self._failed_at = -math.inf  # monotonic, at the last failed registration
+        self._missed = False  # a registration failed since the last one made
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def want(self, key: object, topics: Topics, since: float) -> bool:
         """``key``'s waiter is idle on ``topics``, having last looked for work in
         a read begun at ``since`` (monotonic). True: it must look again before
-        it waits, since a registration covering it was made after that read."""
-        with self._lock:
+        it waits, since a registration covering it was made after that read.
+        False also when no registration can be made now: the waiter polls, and
+        is woken to look again once one is."""
+        if self._stop.is_set():
+            return False
+        with self._wanted_lock:
             self._wanted[key] = topics
+        with self._lock:
             self._start()
             if time.monotonic() < self._live_until and _covered(topics, self._covers):
                 return self._made_at >= since
+            if time.monotonic() - self._failed_at < RENEW:
+                return False  # the renewals retry; waiters need not queue on the lock
             return self._register()
 
     def unwant(self, key: object) -> None:
         """``key``'s waiter is busy or gone; the registration narrows at its next
         renewal (narrowing at once would only make the next idle spell pay)."""
-        with self._lock:
+        with self._wanted_lock:
             self._wanted.pop(key, None)
 
     def close(self) -> None:
@@ -92,10 +106,9 @@ class Wants:
         now rather than when it expires; not waiting long for a database that
         does not answer (closing must not hang on it)."""
         self._stop.set()
-        with self._lock:
+        with self._wanted_lock:
             self._wanted.clear()
-            live = self._live_until > -math.inf
-        if live:
+        if self._thread is not None:
             dropping = threading.Thread(target=self._drop, name="tenure-wants-drop", daemon=True)
             dropping.start()
             dropping.join(CLOSE_WAIT)
@@ -108,8 +121,11 @@ class Wants:
             self._thread.start()
 
     def _register(self) -> bool:
-        """Register every idle waiter's topics; True once committed."""
-        covers = _union(self._wanted.values())
+        """Register every idle waiter's topics; True once committed. Waiters are
+        woken to look again if wake-ups may have gone unsent: the registration
+        had lapsed, or one failed since the last."""
+        with self._wanted_lock:
+            covers = _union(self._wanted.values())
         began = time.monotonic()
         params = {
             "waiter": self._waiter,
@@ -125,42 +141,56 @@ class Wants:
                 conn.execute(Q["wake_want"], params)
                 conn.execute(Q["wake_tidy"])
         except TenureError as exc:
-            log.warning("could not register for wake-ups (waiting by polling): %s", exc)
+            if not self._missed:
+                log.warning("could not register for wake-ups (waiting by polling): %s", exc)
+            self._failed_at, self._missed = time.monotonic(), True
             return False
-        lapsed = began >= self._live_until and self._live_until > -math.inf
+        lapsed = self._missed or began >= self._live_until - MARGIN > -math.inf
         self._covers, self._made_at = covers, time.monotonic()
-        self._live_until = began + TTL
+        self._live_until, self._missed = began + TTL, False
         if lapsed:
             self._lapsed()
         return True
 
     def _drop(self) -> None:
+        """Remove the registration (at close, or once nobody is idle)."""
+        if not self._lock.acquire(timeout=CLOSE_WAIT):
+            return  # a registration is stuck on the database: it expires
         try:
+            with self._wanted_lock:
+                wanted = bool(self._wanted)  # an idle spell began since it was asked
+            if wanted or self._live_until == -math.inf:
+                return
             with self._connection() as conn:
                 conn.execute(Q["wake_drop"], {"waiter": self._waiter})
+            self._covers, self._live_until = frozenset(), -math.inf
         except TenureError as exc:
             log.warning("could not remove a wake-up registration (it expires): %s", exc)
-            return
-        self._covers, self._live_until = frozenset(), -math.inf
+        finally:
+            self._lock.release()
 
     def _renew(self) -> None:
+        """Every :data:`RENEW` seconds: renew the registration (narrowed to the
+        waiters idle now), or remove it once nobody is."""
         while not self._stop.wait(RENEW):
             with self._lock:
-                if self._stop.is_set():
-                    return
-                if self._wanted:
+                with self._wanted_lock:
+                    wanted = bool(self._wanted)
+                if wanted and not self._stop.is_set():
                     self._register()
-                elif self._live_until > -math.inf:
-                    self._drop()
+            if not wanted:
+                self._drop()
 
 
 def _covered(topics: Topics, covers: Topics) -> bool:
+    """Whether a registration of ``covers`` wakes a waiter on ``topics``."""
     if covers is None:
         return True
     return topics is not None and topics <= covers
 
 
-def _union(wanted: Any) -> Topics:
+def _union(wanted: Iterable[Topics]) -> Topics:
+    """The topics of all idle waiters; ``None`` if one takes any."""
     topics: set[str] = set()
     for each in wanted:
         if each is None:

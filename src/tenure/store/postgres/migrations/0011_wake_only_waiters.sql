@@ -30,6 +30,19 @@ CREATE TABLE wake_wanted (
     until  timestamptz NOT NULL
 );
 
+-- Whether this transaction checks for registrations before it notifies: then
+-- the lock is held, shared, until it ends. Not at REPEATABLE READ or above.
+CREATE FUNCTION tenure_wake_checked() RETURNS boolean
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF current_setting('transaction_isolation') IN ('repeatable read', 'serializable') THEN
+        RETURN false;
+    END IF;
+    PERFORM pg_advisory_xact_lock_shared(hashtext('tenure.wake'));
+    RETURN true;
+END;
+$$;
+
 -- Notify 'tenure_tasks' for each topic of woken that a live registration
 -- takes, and 'tenure_events' if appended and a follower is registered. (Simple
 -- statements with at most one variable: their plans are cached; one query over
@@ -42,7 +55,7 @@ BEGIN
     IF NOT appended AND cardinality(woken) = 0 THEN
         RETURN;  -- a write that changed no status (a lease extension)
     END IF;
-    IF current_setting('transaction_isolation') IN ('repeatable read', 'serializable') THEN
+    IF NOT tenure_wake_checked() THEN
         IF appended THEN
             PERFORM pg_notify('tenure_events', '');
         END IF;
@@ -51,7 +64,6 @@ BEGIN
         END LOOP;
         RETURN;
     END IF;
-    PERFORM pg_advisory_xact_lock_shared(hashtext('tenure.wake'));
     -- Statements of their own: their snapshots are taken after the lock is held.
     IF appended THEN
         IF EXISTS (SELECT 1 FROM wake_wanted WHERE events AND until > statement_timestamp()) THEN
@@ -90,30 +102,34 @@ $$;
 -- constraint trigger is the only kind that waits for it, and it is per row. The
 -- first row of a transaction takes the lock, notifies followers if one is
 -- registered, and with no live registration at all sets tenure.woken to '-' so
--- that every other row returns at once. Each row's topic is checked, but for a
--- run of rows of the topic last checked. One query reads what is registered.
+-- that every other row returns at once ('*': the transaction notifies every
+-- row, unchecked). Each row's topic is checked, but for a run of rows of the
+-- topic last checked. One query reads what is registered.
 CREATE FUNCTION tenure_created_wake() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
     decided text := current_setting('tenure.woken', true);
     first boolean := decided IS NULL OR decided = '';
-    live boolean := true;
-    for_events boolean := true;
-    for_topic boolean := true;
+    live boolean;
+    for_events boolean;
+    for_topic boolean;
 BEGIN
     IF decided = '-' OR decided = '+' || NEW.topic THEN
         RETURN NULL;
     END IF;
-    IF current_setting('transaction_isolation') NOT IN ('repeatable read', 'serializable') THEN
+    IF decided = '*' OR (first AND NOT tenure_wake_checked()) THEN
         IF first THEN
-            PERFORM pg_advisory_xact_lock_shared(hashtext('tenure.wake'));
+            PERFORM pg_notify('tenure_events', '');
+            PERFORM set_config('tenure.woken', '*', true);
         END IF;
-        -- A statement of its own: its snapshot is taken after the lock is held.
-        SELECT count(*) > 0, coalesce(bool_or(events), false),
-               coalesce(bool_or(topics IS NULL OR NEW.topic = ANY(topics)), false)
-        INTO live, for_events, for_topic
-        FROM wake_wanted WHERE until > statement_timestamp();
+        PERFORM pg_notify('tenure_tasks', NEW.topic);
+        RETURN NULL;
     END IF;
+    -- A statement of its own: its snapshot is taken after the lock is held.
+    SELECT count(*) > 0, coalesce(bool_or(events), false),
+           coalesce(bool_or(topics IS NULL OR NEW.topic = ANY(topics)), false)
+    INTO live, for_events, for_topic
+    FROM wake_wanted WHERE until > statement_timestamp();
     IF first AND NOT live THEN
         PERFORM set_config('tenure.woken', '-', true);
         RETURN NULL;
