@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import sqlite3
 import sys
-import time
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,15 @@ import redis
 from huey import Huey, RedisHuey, SqliteHuey
 from huey.api import TaskWrapper
 
-from benchmarks.compare.system import URL_ENV, Progress, Settings, SQLiteFiles, System, record_start
+from benchmarks.compare.system import (
+    URL_ENV,
+    Progress,
+    Settings,
+    SQLiteFiles,
+    System,
+    record_start,
+    timed_calls,
+)
 from benchmarks.suite.producers import Source
 
 CONSUMER_APP = "benchmarks.compare.huey_app.huey"
@@ -88,12 +95,7 @@ class HueySystem(System):
         self.huey, self.noop, self.mark = build(self.url)
 
     def enqueue_each(self, count: int) -> list[float]:
-        took = []
-        for _ in range(count):
-            began = time.perf_counter()
-            self.noop()
-            took.append(time.perf_counter() - began)
-        return took
+        return timed_calls(self.noop, count)
 
     def enqueue_bulk(self, count: int) -> None:
         self.enqueue_each(count)  # no bulk API

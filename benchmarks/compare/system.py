@@ -13,7 +13,7 @@ import os
 import time
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -189,6 +189,17 @@ class SQLiteFiles:
             for suffix in ("", "-wal", "-shm"):
                 Path(f"{self.current}{suffix}").unlink(missing_ok=True)
             self.current = None
+
+
+def timed_calls(call: Callable[[], object], count: int) -> list[float]:
+    """Call ``call`` ``count`` times; the seconds each call took (an
+    ``enqueue_each`` of a system whose enqueue is a plain call)."""
+    took = []
+    for _ in range(count):
+        began = time.perf_counter()
+        call()
+        took.append(time.perf_counter() - began)
+    return took
 
 
 def start_workers(

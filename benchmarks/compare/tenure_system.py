@@ -14,7 +14,6 @@ file). SQLite runs with tenure's own settings (WAL, synchronous FULL).
 from __future__ import annotations
 
 import sys
-import time
 from typing import Any
 
 from benchmarks.compare import limits
@@ -25,6 +24,7 @@ from benchmarks.compare.system import (
     SQLiteFiles,
     System,
     record_start,
+    timed_calls,
 )
 from benchmarks.suite.producers import Source
 from tenure import App, Status, __version__
@@ -94,12 +94,7 @@ class Tenure(System):
         _ = self.app.store  # creates the store and applies the migrations
 
     def enqueue_each(self, count: int) -> list[float]:
-        took = []
-        for _ in range(count):
-            began = time.perf_counter()
-            self.noop.enqueue()
-            took.append(time.perf_counter() - began)
-        return took
+        return timed_calls(self.noop.enqueue, count)
 
     def enqueue_bulk(self, count: int) -> None:
         self.noop.enqueue_many([()] * count)
