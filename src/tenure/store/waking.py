@@ -48,7 +48,7 @@ class Wakeups:
 
 def notify_from_waits(wait: Callable[[float], bool], wake: threading.Event, what: str) -> Wakeups:
     """Set ``wake`` each time ``wait`` reports news, on a thread, until the
-    returned function is called. The first wait (of zero seconds) happens before
+    returned :class:`Wakeups` is called. The first wait (of zero seconds) happens before
     this returns, so news that comes later is not missed."""
     stopped, following = threading.Event(), threading.Event()
     guard = threading.Lock()  # no wake once unsubscribe has returned

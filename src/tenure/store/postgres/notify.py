@@ -255,7 +255,8 @@ class Listening:
         any) since this thread's previous wait, or ``timeout`` seconds pass.
 
         True when woken by a notification (possibly one that arrived while the
-        thread was busy); False on timeout.
+        thread was busy), and at once when the thread has just been registered
+        as waiting (look, then wait again); False on timeout.
         """
         timeout = validate.seconds(timeout, "timeout", allow_zero=True)
         return self._listener.wait(_topics(topics), timeout)

@@ -599,7 +599,8 @@ VALUES (%(waiter)s::text, %(topics)s::text[], %(events)s::boolean,
 ON CONFLICT (waiter) DO UPDATE
 SET topics = EXCLUDED.topics, events = EXCLUDED.events, until = EXCLUDED.until;
 
--- Registrations of waiters that died: long expired, costing nothing but rows.
+-- Registrations of waiters that died: long expired, but a row each for the
+-- triggers' check to skip. Deleted by every renewing process, on its own.
 -- name: wake_tidy
 DELETE FROM wake_wanted WHERE until < now() - interval '1 minute';
 

@@ -26,7 +26,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import Any, NamedTuple
 
 import psycopg
 
@@ -52,6 +52,16 @@ Topics = frozenset[str] | None
 """The topics a waiter takes; ``None``: any."""
 
 
+class Registered(NamedTuple):
+    """A registration made: what it covers, and when (this process's monotonic clock)."""
+
+    covers: Topics
+    made_at: float
+    """Once it had committed."""
+    until: float
+    """Its start plus :data:`TTL`: the server's ``until`` is no earlier."""
+
+
 class Wants:
     """The registration of one listener's idle waiters (for tasks, or for events)."""
 
@@ -68,10 +78,8 @@ class Wants:
         self._waiter = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
         self._wanted: dict[object, Topics] = {}
         self._wanted_lock = threading.Lock()  # guards _wanted only: never held over I/O
-        self._lock = threading.Lock()  # one registration at a time; guards what follows
-        self._covers: Topics = frozenset()
-        self._made_at = -math.inf  # monotonic, once the registration had committed
-        self._live_until = -math.inf  # monotonic: the registration's start plus TTL
+        self._lock = threading.Lock()  # one registration or removal at a time; guards:
+        self._registered: Registered | None = None
         self._failed_at = -math.inf  # monotonic, at the last failed registration
         self._missed = False  # a registration failed since the last one made
         self._stop = threading.Event()
@@ -87,10 +95,12 @@ class Wants:
             return False
         with self._wanted_lock:
             self._wanted[key] = topics
-        with self._lock:
             self._start()
-            if time.monotonic() < self._live_until and _covered(topics, self._covers):
-                return self._made_at >= since
+        # Under the lock: a renewal under way may narrow what covers this waiter.
+        with self._lock:
+            answer = self._answer(topics, since)
+            if answer is not None:
+                return answer
             if time.monotonic() - self._failed_at < RENEW:
                 return False  # the renewals retry; waiters need not queue on the lock
             return self._register()
@@ -108,17 +118,30 @@ class Wants:
         self._stop.set()
         with self._wanted_lock:
             self._wanted.clear()
-        if self._thread is not None:
-            dropping = threading.Thread(target=self._drop, name="tenure-wants-drop", daemon=True)
-            dropping.start()
-            dropping.join(CLOSE_WAIT)
-
-    # -- under self._lock ---------------------------------------------------------
+        if self._registered is not None:
+            removing = threading.Thread(target=self._remove, name="tenure-wants-drop", daemon=True)
+            removing.start()
+            removing.join(CLOSE_WAIT)
 
     def _start(self) -> None:
+        """The renewing thread, on the first idle spell (under self._wanted_lock)."""
         if self._thread is None and not self._stop.is_set():
             self._thread = threading.Thread(target=self._renew, name="tenure-wants", daemon=True)
             self._thread.start()
+
+    # -- under self._lock ---------------------------------------------------------
+
+    def _answer(self, topics: Topics, since: float) -> bool | None:
+        """Whether the waiter must look again, if a live registration covers
+        ``topics``; ``None`` if none does."""
+        registered = self._registered
+        if (
+            registered is None
+            or time.monotonic() >= registered.until
+            or not _covered(topics, registered.covers)
+        ):
+            return None
+        return registered.made_at >= since
 
     def _register(self) -> bool:
         """Register every idle waiter's topics; True once committed. Waiters are
@@ -139,47 +162,66 @@ class Wants:
                 conn.execute(Q["wake_lock_timeout"])
                 conn.execute(Q["wake_lock"])
                 conn.execute(Q["wake_want"], params)
-                conn.execute(Q["wake_tidy"])
         except TenureError as exc:
             if not self._missed:
                 log.warning("could not register for wake-ups (waiting by polling): %s", exc)
             self._failed_at, self._missed = time.monotonic(), True
             return False
-        lapsed = self._missed or began >= self._live_until - MARGIN > -math.inf
-        self._covers, self._made_at = covers, time.monotonic()
-        self._live_until, self._missed = began + TTL, False
+        previous = self._registered
+        lapsed = self._missed or (previous is not None and began >= previous.until - MARGIN)
+        self._registered, self._missed = Registered(covers, time.monotonic(), began + TTL), False
         if lapsed:
             self._lapsed()
         return True
 
     def _drop(self) -> None:
-        """Remove the registration (at close, or once nobody is idle)."""
-        if not self._lock.acquire(timeout=CLOSE_WAIT):
-            return  # a registration is stuck on the database: it expires
-        try:
-            with self._wanted_lock:
-                wanted = bool(self._wanted)  # an idle spell began since it was asked
-            if wanted or self._live_until == -math.inf:
+        """Remove the registration, unless a waiter has become idle since."""
+        with self._wanted_lock:
+            if self._wanted or self._registered is None:
                 return
+        try:
             with self._connection() as conn:
                 conn.execute(Q["wake_drop"], {"waiter": self._waiter})
-            self._covers, self._live_until = frozenset(), -math.inf
         except TenureError as exc:
             log.warning("could not remove a wake-up registration (it expires): %s", exc)
-        finally:
-            self._lock.release()
+            return
+        self._registered = None
+
+    # -- the renewing thread, and closing -------------------------------------------
 
     def _renew(self) -> None:
         """Every :data:`RENEW` seconds: renew the registration (narrowed to the
-        waiters idle now), or remove it once nobody is."""
+        waiters idle now), or remove it once nobody is; and delete the
+        registrations of processes long gone, outside the lock producers wait on."""
         while not self._stop.wait(RENEW):
             with self._lock:
+                if self._stop.is_set():
+                    return
                 with self._wanted_lock:
                     wanted = bool(self._wanted)
-                if wanted and not self._stop.is_set():
+                if wanted:
                     self._register()
-            if not wanted:
+                else:
+                    self._drop()
+            if self._registered is not None:
+                self._tidy()
+
+    def _tidy(self) -> None:
+        """Delete the registrations of processes long gone (they cost the
+        triggers' check a row each)."""
+        try:
+            with self._connection() as conn:
+                conn.execute(Q["wake_tidy"])
+        except TenureError as exc:
+            log.debug("could not delete expired wake-up registrations: %s", exc)
+
+    def _remove(self) -> None:
+        """:meth:`_drop`, at close, if no registration is stuck on the database."""
+        if self._lock.acquire(timeout=CLOSE_WAIT):
+            try:
                 self._drop()
+            finally:
+                self._lock.release()
 
 
 def _covered(topics: Topics, covers: Topics) -> bool:
