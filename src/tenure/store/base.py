@@ -30,6 +30,7 @@ from tenure.store import cursor as cursors
 from tenure.store import validate
 from tenure.store.backend import Positioned
 from tenure.store.eventlog import EventLog
+from tenure.store.grouping import GroupCommit
 from tenure.store.operating import Operating
 from tenure.store.refusals import Answer, briefly, raise_if_refused, refuse_shared_locks
 from tenure.store.types import (
@@ -63,6 +64,7 @@ class Store(EventLog, Operating):
 
     def __init__(self, *, max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES) -> None:
         self.max_payload_bytes = validate.integer(max_payload_bytes, "max_payload_bytes", minimum=1)
+        self._grouped = GroupCommit(partial(self._task_create_many, now=None, connection=None))
 
     # -- creating ---------------------------------------------------------------
 
@@ -82,7 +84,11 @@ class Store(EventLog, Operating):
         only if the caller commits.
         """
         prepared = self._prepare_many(tasks, now)
-        return self._task_create_many(prepared, now, connection) if prepared else []
+        if not prepared:
+            return []
+        if connection is None and now is None and GroupCommit.joinable(prepared):
+            return self._grouped.create(prepared)
+        return self._task_create_many(prepared, now, connection)
 
     async def atask_create_many(
         self, tasks: Sequence[NewTask], *, connection: Any, now: datetime | None = None

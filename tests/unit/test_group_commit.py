@@ -1,0 +1,168 @@
+"""Group commit: who writes with whom, and who is told what.
+
+The writer here is a function that records each transaction it is asked for and
+can be held open, so that callers arriving meanwhile queue behind it for certain
+(the tests wait until they have queued, never for a time). The stores' own
+group commit, on real databases, is tested in tests/conformance/test_group_commit.py.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
+from datetime import UTC, datetime
+
+import pytest
+
+from tenure.errors import DuplicateTask, StoreError, StoreUnavailable
+from tenure.store.grouping import GROUP_MAX_TASKS, GroupCommit
+from tenure.store.types import PreparedTask
+from tenure.task import Task
+
+AT = datetime(2026, 1, 1, tzinfo=UTC)
+TEMPLATE = PreparedTask(
+    id="",
+    topic="t",
+    sub_topic="default",
+    name="job",
+    data_json="{}",
+    group_id=None,
+    description=None,
+    priority=0,
+    max_attempts=1,
+    tags=(),
+    timeout=None,
+    run_at=None,
+    delay=0.0,
+    unique=None,
+)
+
+
+def tasks(*ids: str) -> list[PreparedTask]:
+    return [replace(TEMPLATE, id=task_id) for task_id in ids]
+
+
+class Writer:
+    """Records each write; the first is held open until :meth:`release`;
+    ``fail`` decides, per write, what it raises instead of writing."""
+
+    def __init__(self, fail: Callable[[list[str]], Exception | None] = lambda ids: None) -> None:
+        self.writes: list[list[str]] = []
+        self.started = threading.Event()
+        self.released = threading.Event()
+        self.fail = fail
+
+    def __call__(self, batch: list[PreparedTask]) -> list[Task]:
+        ids = [task.id for task in batch]
+        self.writes.append(ids)
+        if len(self.writes) == 1:
+            self.started.set()
+            assert self.released.wait(10)
+        refusal = self.fail(ids)
+        if refusal is not None:
+            raise refusal
+        return [task.created(AT, None) for task in batch]
+
+    def release(self) -> None:
+        self.released.set()
+
+
+@pytest.fixture
+def pool() -> Iterator[ThreadPoolExecutor]:
+    with ThreadPoolExecutor(8) as executor:
+        yield executor
+
+
+def queued_behind_first(
+    group: GroupCommit, writer: Writer, pool: ThreadPoolExecutor, callers: list[list[str]]
+) -> list[Future[list[Task]]]:
+    """Start the first caller, wait until its write is held open, start the
+    others and wait until all of them have queued; every caller's future."""
+    first = pool.submit(group.create, tasks(*callers[0]))
+    assert writer.started.wait(10)
+    rest = [pool.submit(group.create, tasks(*ids)) for ids in callers[1:]]
+    deadline = time.monotonic() + 10
+    while len(group._queue) < len(rest):
+        assert time.monotonic() < deadline, "the callers never queued"
+        time.sleep(0.001)
+    writer.release()
+    return [first, *rest]
+
+
+def test_a_caller_alone_writes_at_once_in_a_transaction_of_its_own() -> None:
+    writer = Writer()
+    writer.release()
+    group = GroupCommit(writer)
+    assert [t.id for t in group.create(tasks("a", "b"))] == ["a", "b"]
+    assert [t.id for t in group.create(tasks("c"))] == ["c"]
+    assert writer.writes == [["a", "b"], ["c"]]
+
+
+def test_callers_arriving_during_a_write_share_the_next_one(pool: ThreadPoolExecutor) -> None:
+    writer = Writer()
+    group = GroupCommit(writer)
+    futures = queued_behind_first(group, writer, pool, [["a"], ["b1", "b2"], ["c"], ["d"]])
+    answers = [[t.id for t in future.result(10)] for future in futures]
+    assert answers == [["a"], ["b1", "b2"], ["c"], ["d"]]
+    assert writer.writes[0] == ["a"]
+    assert len(writer.writes) == 2, "the three queued callers took more than one write"
+    assert sorted(writer.writes[1]) == ["b1", "b2", "c", "d"]
+    assert writer.writes[1].index("b1") + 1 == writer.writes[1].index("b2")
+
+
+def test_a_refused_shared_write_is_written_again_caller_by_caller(
+    pool: ThreadPoolExecutor,
+) -> None:
+    def duplicate(ids: list[str]) -> Exception | None:
+        return DuplicateTask("dup") if "dup" in ids else None
+
+    writer = Writer(duplicate)
+    group = GroupCommit(writer)
+    futures = queued_behind_first(group, writer, pool, [["a"], ["b"], ["dup"], ["c"]])
+    assert [t.id for t in futures[1].result(10)] == ["b"]
+    with pytest.raises(DuplicateTask):
+        futures[2].result(10)
+    assert [t.id for t in futures[3].result(10)] == ["c"]
+    assert sorted(writer.writes[1]) == ["b", "c", "dup"]  # the shared write, refused
+    assert sorted(map(tuple, writer.writes[2:])) == [("b",), ("c",), ("dup",)]
+
+
+def test_an_unconfirmed_shared_write_is_not_written_again(pool: ThreadPoolExecutor) -> None:
+    """A lost connection may have lost only the answer to a commit: writing
+    again could create the tasks twice, so every caller is told it failed."""
+
+    def lost(ids: list[str]) -> Exception | None:
+        return StoreUnavailable("connection lost") if len(ids) > 1 else None
+
+    writer = Writer(lost)
+    group = GroupCommit(writer)
+    futures = queued_behind_first(group, writer, pool, [["a"], ["b"], ["c"]])
+    assert [t.id for t in futures[0].result(10)] == ["a"]
+    for future in futures[1:]:
+        with pytest.raises(StoreUnavailable, match="connection lost"):
+            future.result(10)
+    assert len(writer.writes) == 2
+
+
+def test_the_lead_passes_on_after_a_failed_write(pool: ThreadPoolExecutor) -> None:
+    def broken_first(ids: list[str]) -> Exception | None:
+        return StoreError("disk full") if ids == ["a"] else None
+
+    writer = Writer(broken_first)
+    group = GroupCommit(writer)
+    futures = queued_behind_first(group, writer, pool, [["a"], ["b"], ["c"]])
+    with pytest.raises(StoreError, match="disk full"):
+        futures[0].result(10)
+    assert [[t.id for t in f.result(10)] for f in futures[1:]] == [["b"], ["c"]]
+    writer.fail = lambda ids: None
+    assert [t.id for t in group.create(tasks("d"))] == ["d"], "nobody leads any more"
+
+
+def test_large_batches_and_unique_tasks_write_on_their_own() -> None:
+    assert GroupCommit.joinable(tasks(*map(str, range(GROUP_MAX_TASKS))))
+    assert not GroupCommit.joinable(tasks(*map(str, range(GROUP_MAX_TASKS + 1))))
+    unique = replace(TEMPLATE, id="u", unique=object())  # type: ignore[arg-type]
+    assert not GroupCommit.joinable([*tasks("a"), unique])
