@@ -16,9 +16,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 
 import psycopg
-import pytest
 
-from tenure import DuplicateTask, Store
+from tenure import Store
 from tenure.store import TaskFilter
 from tenure.task import Task
 from tests.conformance.support import new
@@ -43,51 +42,47 @@ def write_lock_held(store_url: str) -> Iterator[None]:
         yield
 
 
-def followers_queued(
-    store: Store, store_url: str, follower_ids: list[list[str]]
-) -> list[Future[list[Task]]]:
-    """A first creation held up by the lock, then ``follower_ids``' creations
-    queued behind it; every future (the first one's first)."""
+def until(condition: object, what: str) -> None:
+    deadline = time.monotonic() + 10
+    while not condition():  # type: ignore[operator]
+        assert time.monotonic() < deadline, what
+        time.sleep(0.001)
+
+
+def followers_queued(store: Store, store_url: str) -> list[Future[list[Task]]]:
+    """A first creation held up by the lock, then the followers' creations
+    (two tasks each) queued behind it; every future (the first one's first)."""
+    grouped = store._grouped
     with ThreadPoolExecutor(FOLLOWERS + 1) as pool, write_lock_held(store_url):
-        first = pool.submit(store.task_create_many, [new(id="first")])
-        deadline = time.monotonic() + 10
-        while not store._grouped._writing:
-            assert time.monotonic() < deadline, "the first creation never began"
-            time.sleep(0.001)
+        first = pool.submit(store.task_create_many, [new(name="first")])
+        until(lambda: grouped._writing and not grouped._queue, "the first creation never began")
         rest = [
-            pool.submit(store.task_create_many, [new(id=i) for i in ids]) for ids in follower_ids
+            pool.submit(store.task_create_many, [new(name=f"f{n}-a"), new(name=f"f{n}-b")])
+            for n in range(FOLLOWERS)
         ]
-        while len(store._grouped._queue) < len(rest):
-            assert time.monotonic() < deadline, "the creations never queued"
-            time.sleep(0.001)
+        until(lambda: len(grouped._queue) == FOLLOWERS, "the creations never queued")
     return [first, *rest]
 
 
 def test_creations_queued_behind_a_write_share_one_commit(store: Store, store_url: str) -> None:
-    ids = [[f"f{n}-a", f"f{n}-b"] for n in range(FOLLOWERS)]
-    futures = followers_queued(store, store_url, ids)
-    created = [future.result(30) for future in futures]
-    assert [[t.id for t in batch] for batch in created[1:]] == ids
+    created = [future.result(30) for future in followers_queued(store, store_url)]
+    assert [[t.name for t in batch] for batch in created[1:]] == [
+        [f"f{n}-a", f"f{n}-b"] for n in range(FOLLOWERS)
+    ]
     listed = store.task_list(TaskFilter(), limit=100).tasks  # in creation order
+    assert sorted(t.id for t in listed) == sorted(t.id for batch in created for t in batch)
     stored = {t.id: t for t in listed}
-    order = [t.id for t in listed]
-    assert len(stored) == 1 + 2 * FOLLOWERS
-    times = {stored[task_id].created_at for batch in ids for task_id in batch}
-    assert len(times) == 1, "the queued creations were not written in one transaction"
     assert all(t == stored[t.id] for batch in created for t in batch)
-    for batch in ids:  # each caller's tasks in its own order
-        assert order.index(batch[0]) < order.index(batch[1])
+    times = {t.created_at for batch in created[1:] for t in batch}
+    assert len(times) == 1, "the queued creations were not written in one transaction"
+    order = [t.id for t in listed]
+    for a, b in created[1:]:  # each caller's tasks in its own order
+        assert order.index(a.id) < order.index(b.id)
 
 
-def test_a_duplicate_among_queued_creations_refuses_only_its_caller(
-    store: Store, store_url: str
-) -> None:
-    store.task_create(new(id="taken"))
-    futures = followers_queued(store, store_url, [["a"], ["taken"], ["b"]])
-    assert [t.id for t in futures[0].result(30)] == ["first"]
-    assert [t.id for t in futures[1].result(30)] == ["a"]
-    with pytest.raises(DuplicateTask):
-        futures[2].result(30)
-    assert [t.id for t in futures[3].result(30)] == ["b"]
-    stored = sorted(t.id for t in store.task_list(TaskFilter(), limit=100).tasks)
-    assert stored == ["a", "b", "first", "taken"]
+def test_a_caller_alone_is_not_held_back(store: Store) -> None:
+    """Without a write in flight a creation is written at once, by its caller:
+    nothing is queued and nobody leads once it returns."""
+    task = store.task_create(new())
+    assert store.task_get(task.id) == task
+    assert not store._grouped._writing and not store._grouped._queue

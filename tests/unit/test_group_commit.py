@@ -8,6 +8,8 @@ group commit, on real databases, is tested in tests/conformance/test_group_commi
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -19,8 +21,8 @@ import pytest
 
 from tenure.errors import DuplicateTask, StoreError, StoreUnavailable
 from tenure.store.grouping import GROUP_MAX_TASKS, GroupCommit
-from tenure.store.types import PreparedTask
-from tenure.task import Task
+from tenure.store.types import NewTask, PreparedTask
+from tenure.task import LockPhase, Task, UniqueRule
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)
 TEMPLATE = PreparedTask(
@@ -113,37 +115,29 @@ def test_callers_arriving_during_a_write_share_the_next_one(pool: ThreadPoolExec
     assert writer.writes[1].index("b1") + 1 == writer.writes[1].index("b2")
 
 
-def test_a_refused_shared_write_is_written_again_caller_by_caller(
-    pool: ThreadPoolExecutor,
+@pytest.mark.parametrize("failure", [StoreUnavailable, StoreError, DuplicateTask])
+def test_a_shared_write_that_failed_otherwise_is_not_written_again(
+    pool: ThreadPoolExecutor, failure: type[Exception]
 ) -> None:
-    def duplicate(ids: list[str]) -> Exception | None:
-        return DuplicateTask("dup") if "dup" in ids else None
-
-    writer = Writer(duplicate)
-    group = GroupCommit(writer)
-    futures = queued_behind_first(group, writer, pool, [["a"], ["b"], ["dup"], ["c"]])
-    assert [t.id for t in futures[1].result(10)] == ["b"]
-    with pytest.raises(DuplicateTask):
-        futures[2].result(10)
-    assert [t.id for t in futures[3].result(10)] == ["c"]
-    assert sorted(writer.writes[1]) == ["b", "c", "dup"]  # the shared write, refused
-    assert sorted(map(tuple, writer.writes[2:])) == [("b",), ("c",), ("dup",)]
-
-
-def test_an_unconfirmed_shared_write_is_not_written_again(pool: ThreadPoolExecutor) -> None:
-    """A lost connection may have lost only the answer to a commit: writing
-    again could create the tasks twice, so every caller is told it failed."""
+    """A lost connection may have lost only the answer to a commit (and an error
+    at commit may leave it unknown): writing again could create the tasks
+    twice, so every caller is told it failed, each with an error of its own.
+    (No caller's own task can be refused: their ids are the store's.)"""
 
     def lost(ids: list[str]) -> Exception | None:
-        return StoreUnavailable("connection lost") if len(ids) > 1 else None
+        return failure("connection lost") if len(ids) > 1 else None
 
     writer = Writer(lost)
     group = GroupCommit(writer)
     futures = queued_behind_first(group, writer, pool, [["a"], ["b"], ["c"]])
     assert [t.id for t in futures[0].result(10)] == ["a"]
+    errors = []
     for future in futures[1:]:
-        with pytest.raises(StoreUnavailable, match="connection lost"):
+        with pytest.raises(failure, match="connection lost") as raised:
             future.result(10)
+        errors.append(raised.value)
+    assert errors[0] is not errors[1]
+    assert errors[0].__cause__ is errors[1].__cause__
     assert len(writer.writes) == 2
 
 
@@ -161,8 +155,77 @@ def test_the_lead_passes_on_after_a_failed_write(pool: ThreadPoolExecutor) -> No
     assert [t.id for t in group.create(tasks("d"))] == ["d"], "nobody leads any more"
 
 
-def test_large_batches_and_unique_tasks_write_on_their_own() -> None:
-    assert GroupCommit.joinable(tasks(*map(str, range(GROUP_MAX_TASKS))))
-    assert not GroupCommit.joinable(tasks(*map(str, range(GROUP_MAX_TASKS + 1))))
-    unique = replace(TEMPLATE, id="u", unique=object())  # type: ignore[arg-type]
-    assert not GroupCommit.joinable([*tasks("a"), unique])
+def test_a_shared_write_holds_at_most_its_cap_of_tasks(pool: ThreadPoolExecutor) -> None:
+    writer = Writer()
+    group = GroupCommit(writer)
+    third = GROUP_MAX_TASKS // 3 + 1
+    callers = [["first"], *[[f"{n}-{i}" for i in range(third)] for n in range(3)]]
+    futures = queued_behind_first(group, writer, pool, callers)
+    for future, ids in zip(futures, callers, strict=True):
+        assert [t.id for t in future.result(10)] == ids
+    assert [len(ids) for ids in writer.writes] == [1, 2 * third, third]
+
+
+def test_a_caller_interrupted_while_queued_withdraws_its_tasks(pool: ThreadPoolExecutor) -> None:
+    """The main thread queues behind a held write; a signal interrupts its
+    wait. Its tasks are never written, and the callers after it go on."""
+
+    class Interrupted(Exception):
+        pass
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise Interrupted
+
+    writer = Writer()
+    group = GroupCommit(writer)
+    first = pool.submit(group.create, tasks("first"))
+    assert writer.started.wait(10)
+    main = threading.get_ident()
+
+    def signal_once_queued() -> None:
+        deadline = time.monotonic() + 10
+        while not group._queue:
+            assert time.monotonic() < deadline
+            time.sleep(0.001)
+        signal.pthread_kill(main, signal.SIGUSR1)
+
+    previous = signal.signal(signal.SIGUSR1, interrupt)
+    try:
+        pool.submit(signal_once_queued)
+        with pytest.raises(Interrupted):
+            group.create(tasks("interrupted"))
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    assert group._queue == []
+    writer.release()
+    assert [t.id for t in first.result(10)] == ["first"]
+    assert [t.id for t in group.create(tasks("after"))] == ["after"]
+    assert writer.writes == [["first"], ["after"]]
+
+
+def test_only_tasks_the_store_names_and_without_unique_locks_join() -> None:
+    plain = NewTask(topic="t", name="job")
+    assert GroupCommit.joinable([plain] * GROUP_MAX_TASKS)
+    assert not GroupCommit.joinable([plain] * (GROUP_MAX_TASKS + 1))
+    assert not GroupCommit.joinable([plain, replace(plain, id="mine")])
+    assert not GroupCommit.joinable(
+        [plain, replace(plain, unique=UniqueRule(key="k", lock=LockPhase.WHILE_EXECUTING))]
+    )
+
+
+def test_a_child_process_forked_during_a_write_starts_empty(pool: ThreadPoolExecutor) -> None:
+    """The parent's leader and queue do not exist in the child: its first
+    creation leads at once instead of waiting for them forever."""
+    writer = Writer()
+    group = GroupCommit(writer)
+    first = pool.submit(group.create, tasks("first"))
+    assert writer.started.wait(10)
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child's exit code is the assertion
+        signal.alarm(10)  # a creation that never returns ends the child by SIGALRM
+        group.create(tasks("child"))
+        os._exit(0)
+    writer.release()
+    assert [t.id for t in first.result(10)] == ["first"]
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, "the child's creation never returned"

@@ -64,7 +64,7 @@ class Store(EventLog, Operating):
 
     def __init__(self, *, max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES) -> None:
         self.max_payload_bytes = validate.integer(max_payload_bytes, "max_payload_bytes", minimum=1)
-        self._grouped = GroupCommit(partial(self._task_create_many, now=None, connection=None))
+        self._grouped = GroupCommit(lambda batch: self._task_create_many(batch, None, None))
 
     # -- creating ---------------------------------------------------------------
 
@@ -86,7 +86,7 @@ class Store(EventLog, Operating):
         prepared = self._prepare_many(tasks, now)
         if not prepared:
             return []
-        if connection is None and now is None and GroupCommit.joinable(prepared):
+        if connection is None and now is None and GroupCommit.joinable(tasks):
             return self._grouped.create(prepared)
         return self._task_create_many(prepared, now, connection)
 
