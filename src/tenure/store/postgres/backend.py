@@ -35,6 +35,7 @@ from tenure.store import validate
 from tenure.store.backend import AFTER_ALL, Listing, Positioned
 from tenure.store.base import Store
 from tenure.store.postgres import copying, rows, schema, statements
+from tenure.store.postgres.arrays import TextArray
 from tenure.store.postgres.driver import (
     configure,
     connection_kwargs,
@@ -291,7 +292,7 @@ class PostgresStore(Listening, PostgresLog, Store):
             for cut in cuts:
                 params = rows.lease_params([leases[i] for i in cut], now)
                 for name, values in (columns or {}).items():
-                    params[name] = [values[i] for i in cut]
+                    params[name] = type(values)([values[i] for i in cut])
                 for row in statements.fetch(conn, statement, {**params, **(scalars or {})}):
                     outcomes[cut[row["ord"] - 1]] = read(row)
                 _explain_misses(conn, leases, cut, outcomes, target)
@@ -316,7 +317,7 @@ class PostgresStore(Listening, PostgresLog, Store):
             leases,
             now,
             brief=brief,
-            columns={"results": results},
+            columns={"results": TextArray(results)},
             sizes=[len(result) for result in results],
         )
 

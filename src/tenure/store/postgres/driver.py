@@ -28,6 +28,7 @@ from psycopg_pool import PoolClosed
 
 from tenure import serializer
 from tenure.errors import ConfigError, StoreError, StoreUnavailable
+from tenure.store.postgres import arrays
 
 CONNECT_TIMEOUT = 10
 """Seconds to wait for a new connection unless the URL says otherwise; libpq's
@@ -70,8 +71,10 @@ def connection_kwargs(url: str, role: str) -> dict[str, Any]:
 
 def configure(conn: psycopg.Connection[Any]) -> None:
     """Set up a new connection of the store's pool: JSON columns are decoded by
-    tenure's own decoder (text, not bytes: the stdlib decoder is faster so)."""
+    tenure's own decoder (text, not bytes: the stdlib decoder is faster so), and
+    a batch's arrays are sent as literals (:mod:`.arrays`)."""
     json_types.set_json_loads(serializer.loads, conn)
+    arrays.register(conn)
 
 
 def first_connection(url: str, role: str, timeout: float | None = None) -> psycopg.Connection[Any]:

