@@ -25,7 +25,16 @@ _lock = threading.Lock()
 _last = 0
 
 
-def new_id() -> str:
+class NewId(str):
+    """An id :func:`new_id` made, not one a caller chose: no transaction of the
+    caller's can hold a row with it, so its task may share a commit with other
+    callers' (``tenure.store.grouping``). Compares, hashes and encodes as the
+    string it is."""
+
+    __slots__ = ()
+
+
+def new_id() -> NewId:
     """A new UUIDv7, greater than any this process made before, as a 36-character string."""
     global _last  # noqa: PLW0603 - the monotonic state is process-wide by design
     millis = time.time_ns() // 1_000_000
@@ -37,7 +46,7 @@ def new_id() -> str:
             value = _next_after(_last)
         _last = value
     digits = f"{value:032x}"  # str(uuid.UUID(int=value)), in a third of its time
-    return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
+    return NewId(f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}")
 
 
 def _next_after(previous: int) -> int:

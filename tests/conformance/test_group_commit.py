@@ -11,18 +11,20 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
+from typing import TypeVar
 
 import psycopg
 
-from tenure import Store
+from tenure import App, Store
 from tenure.store import TaskFilter
 from tenure.task import Task
 from tests.conformance.support import new
 
 FOLLOWERS = 6
+T = TypeVar("T")
 
 
 @contextmanager
@@ -49,23 +51,26 @@ def until(condition: object, what: str) -> None:
         time.sleep(0.001)
 
 
-def followers_queued(store: Store, store_url: str) -> list[Future[list[Task]]]:
+def followers_queued(
+    store: Store, store_url: str, create: Callable[[list[str]], T]
+) -> list[Future[T]]:
     """A first creation held up by the lock, then the followers' creations
-    (two tasks each) queued behind it; every future (the first one's first)."""
+    (two tasks each, by ``create``, given their names) queued behind it; every
+    future (the first one's first)."""
     grouped = store._grouped
     with ThreadPoolExecutor(FOLLOWERS + 1) as pool, write_lock_held(store_url):
-        first = pool.submit(store.task_create_many, [new(name="first")])
+        first = pool.submit(create, ["first"])
         until(lambda: grouped._writing and not grouped._queue, "the first creation never began")
-        rest = [
-            pool.submit(store.task_create_many, [new(name=f"f{n}-a"), new(name=f"f{n}-b")])
-            for n in range(FOLLOWERS)
-        ]
+        rest = [pool.submit(create, [f"f{n}-a", f"f{n}-b"]) for n in range(FOLLOWERS)]
         until(lambda: len(grouped._queue) == FOLLOWERS, "the creations never queued")
     return [first, *rest]
 
 
 def test_creations_queued_behind_a_write_share_one_commit(store: Store, store_url: str) -> None:
-    created = [future.result(30) for future in followers_queued(store, store_url)]
+    def create(names: list[str]) -> list[Task]:
+        return store.task_create_many([new(name=name) for name in names])
+
+    created = [future.result(30) for future in followers_queued(store, store_url, create)]
     assert [[t.name for t in batch] for batch in created[1:]] == [
         [f"f{n}-a", f"f{n}-b"] for n in range(FOLLOWERS)
     ]
@@ -78,6 +83,24 @@ def test_creations_queued_behind_a_write_share_one_commit(store: Store, store_ur
     order = [t.id for t in listed]
     for a, b in created[1:]:  # each caller's tasks in its own order
         assert order.index(a.id) < order.index(b.id)
+
+
+def test_enqueues_of_task_functions_share_one_commit(store_url: str) -> None:
+    """The App's enqueues (whose ids tenure chooses before the store sees them)
+    share commits as the store's own creations do."""
+    app = App(store_url)
+    noop = app.task(name="noop")(lambda: None)
+
+    def create(names: list[str]) -> list[Task]:
+        handles = noop.enqueue_many([()] * len(names))
+        return [handle.task for handle in handles if handle.task is not None]
+
+    try:
+        created = [f.result(30) for f in followers_queued(app.store, store_url, create)]
+    finally:
+        app.close()
+    assert [len(batch) for batch in created] == [1] + [2] * FOLLOWERS
+    assert len({t.created_at for batch in created[1:] for t in batch}) == 1
 
 
 def test_a_caller_alone_is_not_held_back(store: Store) -> None:

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 import pytest
 
 from tenure.errors import DuplicateTask, StoreError, StoreUnavailable
+from tenure.ids import new_id
 from tenure.store.grouping import GROUP_MAX_TASKS, GroupCommit
 from tenure.store.types import NewTask, PreparedTask
 from tenure.task import LockPhase, Task, UniqueRule
@@ -208,6 +209,7 @@ def test_only_tasks_the_store_names_and_without_unique_locks_join() -> None:
     assert GroupCommit.joinable([plain] * GROUP_MAX_TASKS)
     assert not GroupCommit.joinable([plain] * (GROUP_MAX_TASKS + 1))
     assert not GroupCommit.joinable([plain, replace(plain, id="mine")])
+    assert GroupCommit.joinable([plain, replace(plain, id=new_id())])  # tenure's own
     assert not GroupCommit.joinable(
         [plain, replace(plain, unique=UniqueRule(key="k", lock=LockPhase.WHILE_EXECUTING))]
     )

@@ -11,7 +11,7 @@ only after that commit. A caller alone never waits: it writes at once, as
 before.
 
 Only writes that nothing of one caller's can refuse take part: on the store's
-own connection, at the store's clock, with ids the store chose (a caller's own
+own connection, at the store's clock, with ids tenure chose (a caller's own
 id could be a duplicate, or wait on a row another transaction of the caller's
 holds), and without unique locks (whose conflicts reject items of a batch).
 Others are written directly. So a shared write fails only as a whole (a lost
@@ -29,6 +29,7 @@ import weakref
 from collections.abc import Callable, Sequence
 
 from tenure.errors import StoreUnavailable
+from tenure.ids import NewId
 from tenure.store.types import NewTask, PreparedTask
 from tenure.task import Task
 
@@ -79,7 +80,8 @@ class GroupCommit:
     def joinable(tasks: Sequence[NewTask]) -> bool:
         """Whether ``tasks`` may share a transaction with other callers'."""
         return len(tasks) <= GROUP_MAX_TASKS and all(
-            task.id is None and task.unique is None for task in tasks
+            (task.id is None or isinstance(task.id, NewId)) and task.unique is None
+            for task in tasks
         )
 
     def create(self, tasks: list[PreparedTask]) -> list[Task]:
