@@ -10,7 +10,6 @@ they share one creation time, the transaction's clock.
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -22,6 +21,7 @@ from tenure import App, Store
 from tenure.store import TaskFilter
 from tenure.task import Task
 from tests.conformance.support import new
+from tests.integration.workers import wait_for
 
 FOLLOWERS = 6
 T = TypeVar("T")
@@ -44,13 +44,6 @@ def write_lock_held(store_url: str) -> Iterator[None]:
         yield
 
 
-def until(condition: object, what: str) -> None:
-    deadline = time.monotonic() + 10
-    while not condition():  # type: ignore[operator]
-        assert time.monotonic() < deadline, what
-        time.sleep(0.001)
-
-
 def followers_queued(
     store: Store, store_url: str, create: Callable[[list[str]], T]
 ) -> list[Future[T]]:
@@ -60,9 +53,9 @@ def followers_queued(
     grouped = store._grouped
     with ThreadPoolExecutor(FOLLOWERS + 1) as pool, write_lock_held(store_url):
         first = pool.submit(create, ["first"])
-        until(lambda: grouped._writing and not grouped._queue, "the first creation never began")
+        wait_for(lambda: grouped._writing and not grouped._queue, "the first creation to begin")
         rest = [pool.submit(create, [f"f{n}-a", f"f{n}-b"]) for n in range(FOLLOWERS)]
-        until(lambda: len(grouped._queue) == FOLLOWERS, "the creations never queued")
+        wait_for(lambda: len(grouped._queue) == FOLLOWERS, "the creations to queue")
     return [first, *rest]
 
 
@@ -101,11 +94,3 @@ def test_enqueues_of_task_functions_share_one_commit(store_url: str) -> None:
         app.close()
     assert [len(batch) for batch in created] == [1] + [2] * FOLLOWERS
     assert len({t.created_at for batch in created[1:] for t in batch}) == 1
-
-
-def test_a_caller_alone_is_not_held_back(store: Store) -> None:
-    """Without a write in flight a creation is written at once, by its caller:
-    nothing is queued and nobody leads once it returns."""
-    task = store.task_create(new())
-    assert store.task_get(task.id) == task
-    assert not store._grouped._writing and not store._grouped._queue

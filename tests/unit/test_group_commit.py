@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import signal
 import threading
-import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
@@ -24,6 +23,7 @@ from tenure.ids import new_id
 from tenure.store.grouping import GROUP_MAX_TASKS, GroupCommit
 from tenure.store.types import NewTask, PreparedTask
 from tenure.task import LockPhase, Task, UniqueRule
+from tests.integration.workers import wait_for
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)
 TEMPLATE = PreparedTask(
@@ -87,10 +87,7 @@ def queued_behind_first(
     first = pool.submit(group.create, tasks(*callers[0]))
     assert writer.started.wait(10)
     rest = [pool.submit(group.create, tasks(*ids)) for ids in callers[1:]]
-    deadline = time.monotonic() + 10
-    while len(group._queue) < len(rest):
-        assert time.monotonic() < deadline, "the callers never queued"
-        time.sleep(0.001)
+    wait_for(lambda: len(group._queue) == len(rest), "the callers to queue")
     writer.release()
     return [first, *rest]
 
@@ -184,10 +181,7 @@ def test_a_caller_interrupted_while_queued_withdraws_its_tasks(pool: ThreadPoolE
     main = threading.get_ident()
 
     def signal_once_queued() -> None:
-        deadline = time.monotonic() + 10
-        while not group._queue:
-            assert time.monotonic() < deadline
-            time.sleep(0.001)
+        wait_for(lambda: group._queue, "the main thread to queue")
         signal.pthread_kill(main, signal.SIGUSR1)
 
     previous = signal.signal(signal.SIGUSR1, interrupt)

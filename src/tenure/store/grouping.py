@@ -150,26 +150,18 @@ class GroupCommit:
         return group
 
     def _write_group(self, group: list[_Caller]) -> None:
-        """Write ``group`` in one transaction; a failure is every caller's."""
-        if len(group) == 1:
-            self._write_alone(group[0])
-            return
+        """Write ``group`` in one transaction; a failure is every caller's (a
+        copy each when there are several, so that none raises another's)."""
         try:
             created = self._write([task for caller in group for task in caller.tasks])
         except Exception as exc:
             for caller in group:
-                caller.error = _copy_of(exc)
-        else:
-            start = 0
-            for caller in group:
-                caller.created = created[start : start + len(caller.tasks)]
-                start += len(caller.tasks)
-
-    def _write_alone(self, caller: _Caller) -> None:
-        try:
-            caller.created = self._write(caller.tasks)
-        except Exception as exc:
-            caller.error = exc
+                caller.error = exc if len(group) == 1 else _copy_of(exc)
+            return
+        start = 0
+        for caller in group:
+            caller.created = created[start : start + len(caller.tasks)]
+            start += len(caller.tasks)
 
 
 def _copy_of(exc: Exception) -> Exception:
