@@ -29,7 +29,6 @@ from benchmarks.compare.system import (
 from benchmarks.suite.producers import Source
 from tenure import App, Status, __version__
 from tenure.function import TaskFunction
-from tenure.store import TaskFilter
 
 APP_PATH = "benchmarks.compare.tenure_system:app"
 TOPIC = "compare"
@@ -114,12 +113,15 @@ class Tenure(System):
         return limits.sqlite_insert(self.places.current, seconds)
 
     def progress(self) -> Progress:
+        """Read as a user watches a queue (the dashboard, ``tenure stats``): from
+        the store's tallies, a few rows whatever the backlog, both figures from
+        one snapshot. Counting the tasks table instead reads every task in the
+        status on each poll, about a quarter of the database's CPU time during a
+        drain of 20,000 tasks on PostgreSQL: a cost of the measurement, not of
+        the queue."""
         assert self.app is not None
-        store = self.app.store
-        return Progress(
-            queued=store.task_count(TaskFilter(status=Status.PENDING)),
-            finished=store.task_count(TaskFilter(status=Status.DONE)),
-        )
+        stats = self.app.store.task_stats()
+        return Progress(queued=stats.total(Status.PENDING), finished=stats.total(Status.DONE))
 
     def worker_argv(self, concurrency: int | None = None) -> list[str]:
         return [
