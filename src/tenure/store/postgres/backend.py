@@ -259,11 +259,12 @@ class PostgresStore(Listening, PostgresLog, Store):
             query, values["topic"] = "reserve_topic", params.topics[0]
         elif params.topics is not None:
             query, values["topics"] = "reserve_topics", sorted(set(params.topics))
-        found = self._read(query, values)
-        found.sort(key=lambda row: (-row["priority"], row["seq"]))
+        with self._connection() as conn:
+            found = statements.fetch_made(conn, query, values, rows.seq_and_task)
+        found.sort(key=lambda taken: (-taken[1].priority, taken[0]))
         # A task whose unique lock was held at start was settled by its rule in
         # the same statement (the tasks_unique trigger): it is not handed out.
-        return [rows.task(row) for row in found if row["status"] == Status.RUNNING]
+        return [task for _, task in found if task.status is Status.RUNNING]
 
     def _holder_writes(
         self,

@@ -12,7 +12,9 @@ import json
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from operator import itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from psycopg.rows import RowMaker
 
 from tenure import serializer
 from tenure.store.backend import EventRead
@@ -35,6 +37,9 @@ from tenure.store.types import (
     unique_columns,
 )
 from tenure.task import Lease, LockPhase, Status, Task, TaskError
+
+if TYPE_CHECKING:
+    from psycopg import Cursor
 
 Row = dict[str, Any]
 
@@ -135,10 +140,28 @@ def _utc(moment: datetime | None) -> datetime | None:
 
 
 def task(row: Row) -> Task:
-    """A task from a ``tasks`` row (jsonb and text[] already decoded by psycopg).
-    A worker reads hundreds per reservation: the values are taken all at once,
-    in the order of :class:`Task`'s fields, and only a few converted."""
-    values = list(_in_task_order(row))
+    """A task from a ``tasks`` row (jsonb and text[] already decoded by psycopg)."""
+    return _task_of(list(_in_task_order(row)))
+
+
+def seq_and_task(cursor: Cursor[Any]) -> RowMaker[tuple[int, Task]]:
+    """A psycopg row factory for a query returning ``task_columns``: each row
+    as its ``seq`` and its task, taken from the row's values by position. A
+    worker reads hundreds of tasks per reservation: a dict per row, as the
+    store's other reads make, would be built only to be taken apart."""
+    names = [column.name for column in cursor.description or ()]
+    in_task_order = itemgetter(*(names.index(name) for name in TASK_FIELDS))
+    at_seq = names.index("seq")
+
+    def make(values: Sequence[Any]) -> tuple[int, Task]:
+        return values[at_seq], _task_of(list(in_task_order(values)))
+
+    return make
+
+
+def _task_of(values: list[Any]) -> Task:
+    """A task from its column values in the order of :class:`Task`'s fields:
+    taken all at once, and only a few converted."""
     for index, convert in _CONVERSIONS:
         values[index] = convert(values[index])
     return Task(*values)

@@ -28,7 +28,7 @@ from typing import Any, NamedTuple, TypeVar
 
 import psycopg
 from psycopg import pq
-from psycopg.rows import dict_row
+from psycopg.rows import RowFactory, dict_row
 
 from tenure.errors import DuplicateTask, StoreError, UniqueConflict
 from tenure.store.postgres import rows
@@ -45,6 +45,7 @@ MAX_STATEMENT_BYTES = 64 << 20
 """Payload bytes (JSON data, results, errors) sent in one statement at most."""
 
 T = TypeVar("T")
+R = TypeVar("R")
 Query = tuple[str, dict[str, Any]]
 Steps = Generator[Query, list[Row], T]
 """Queries to run one after the other (a name in queries.sql, its parameters);
@@ -55,6 +56,16 @@ def fetch(conn: Connection, query: str, params: dict[str, Any]) -> list[Row]:
     """Run the named ``query`` on ``conn`` and return its rows as dicts
     (whatever row factory the connection has, if it is a caller's)."""
     with conn.cursor(row_factory=dict_row) as cur:
+        cur.execute(Q[query], params)
+        return cur.fetchall()
+
+
+def fetch_made(
+    conn: Connection, query: str, params: dict[str, Any], row_factory: RowFactory[R]
+) -> list[R]:
+    """Run the named ``query`` on ``conn`` and return its rows as
+    ``row_factory`` makes them."""
+    with conn.cursor(row_factory=row_factory) as cur:
         cur.execute(Q[query], params)
         return cur.fetchall()
 
