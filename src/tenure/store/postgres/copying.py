@@ -26,6 +26,7 @@ from typing import Any
 from psycopg.rows import tuple_row
 
 from tenure.store.postgres import rows, statements
+from tenure.store.postgres.arrays import TextArray
 from tenure.store.postgres.schema import Q
 from tenure.store.postgres.statements import Connection
 from tenure.store.types import PreparedTask
@@ -93,7 +94,7 @@ def _copy_row(task: PreparedTask, at: datetime) -> tuple[Any, ...]:
         task.description,
         task.priority,
         task.max_attempts,
-        list(task.tags),
+        TextArray(task.tags),
         task.timeout,
         task.run_at,
         at,

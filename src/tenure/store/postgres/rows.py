@@ -55,8 +55,8 @@ def insert_params(tasks: Sequence[PreparedTask], now: datetime | None) -> dict[s
 
 def insert_one_params(task: PreparedTask, now: datetime | None) -> dict[str, Any]:
     """Parameters of ``insert_one``: the task's row as ``insert_task`` reads it
-    (its tags a list: psycopg sends a tuple as a record, not an array)."""
-    return {**_insert_row(task), "now": now, "tags": list(task.tags)}
+    (its tags an array: psycopg sends a tuple as a record)."""
+    return {**_insert_row(task), "now": now, "tags": TextArray(task.tags)}
 
 
 def _insert_row(task: PreparedTask) -> dict[str, Any]:
