@@ -50,8 +50,9 @@ def test_every_sqlite_query_loads_with_a_name() -> None:
     # events record their transaction for the commit-safe cursor (SQLite's
     # writers are serialised, so its event ids already commit in order), and it
     # keeps tallies (SQLite counts its tables when asked, but for the totals); and
-    # it notifies only while a waiter is registered (NOTIFY serialises commits).
-    assert [m[0] for m in migrations("tenure.store.postgres")] == list(range(1, 12))
+    # it notifies only while a waiter is registered (NOTIFY serialises commits);
+    # and one statement writes a status change's events and tallies.
+    assert [m[0] for m in migrations("tenure.store.postgres")] == list(range(1, 13))
 
 
 def test_url_resolution(monkeypatch: pytest.MonkeyPatch) -> None:
