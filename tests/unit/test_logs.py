@@ -125,6 +125,86 @@ def test_lines_are_written_in_order_and_none_lost_when_configured_again(
     assert second.getvalue().endswith("after\n") and len(root.handlers) == 1
 
 
+FACTS = {"task_id": "t1", "task_name": "n", "topic": "q", "attempt": 1, "duration": 0.25}
+
+
+@pytest.mark.parametrize("formatter", [logs.TextFormatter(), logs.JsonFormatter()])
+@pytest.mark.parametrize("trace", [None, "Traceback (most recent call last):\n  x\n"])
+def test_a_line_reads_as_the_record_holding_the_same_facts_would(
+    formatter: logging.Formatter, trace: str | None
+) -> None:
+    facts = {**FACTS, "status": "done"} if trace is None else {**FACTS, "traceback": trace}
+    created = 1_700_000_000.0421
+    line = logs.Line(
+        created, logging.INFO, "tenure.worker", "task %s %s in %.3fs", ("t1", "n", 0.25), facts
+    )
+    record = logging.makeLogRecord(
+        {
+            "name": "tenure.worker",
+            "levelno": logging.INFO,
+            "levelname": "INFO",
+            "msg": line.msg,
+            "args": line.args,
+            "created": created,
+            "msecs": 42.1,
+            **facts,
+        }
+    )
+    assert isinstance(formatter, logs.TextFormatter | logs.JsonFormatter)
+    assert formatter.line(line) == formatter.format(record)
+
+
+def test_write_line_queues_lines_in_order_with_the_records(root: logging.Logger) -> None:
+    stream = io.StringIO()
+    logs.configure("info", "json", stream)
+    log = logging.getLogger("tenure.worker")
+    for number in range(300):
+        if number % 2:
+            log.info("record %d", number)
+        else:
+            assert logs.write_line(log, logging.INFO, "line %d", (number,), dict(FACTS))
+    written = json_lines(stream)
+    assert [int(line["message"].rsplit(" ", 1)[1]) for line in written] == list(range(300))
+    assert {key: written[0][key] for key in FACTS} == FACTS
+
+
+class Seen(logging.Filter):
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        self.records.append(record)
+        return True
+
+
+@pytest.mark.parametrize("where", ["logger filter", "handler filter", "another handler", "closed"])
+def test_write_line_leaves_a_line_to_logging_when_more_than_its_writer_would_see_it(
+    root: logging.Logger, where: str
+) -> None:
+    stream = io.StringIO()
+    logs.configure("info", "text", stream)
+    log, seen, other = logging.getLogger("tenure.worker"), Seen(), logging.NullHandler()
+    [handler] = root.handlers
+    if where == "logger filter":
+        log.addFilter(seen)
+    elif where == "handler filter":
+        handler.addFilter(seen)
+    elif where == "another handler":
+        root.addHandler(other)
+    else:
+        handler.close()
+    try:
+        assert not logs.write_line(log, logging.INFO, "line %d", (1,), dict(FACTS))
+        assert logs._sole_handler(log, logging.INFO) is None or where == "closed"
+    finally:
+        log.removeFilter(seen)
+        handler.removeFilter(seen)
+        root.removeHandler(other)
+    flush_logs()
+    assert stream.getvalue() == "" and not seen.records
+
+
 def test_a_closed_handler_writes_directly(root: logging.Logger) -> None:
     stream = io.StringIO()
     logs.configure("info", "text", stream)

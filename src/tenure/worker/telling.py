@@ -20,6 +20,7 @@ from typing import Any
 
 from tenure.errors import TenureError
 from tenure.hooks import HookKind, Hooks, Outcome
+from tenure.logs import write_line
 from tenure.store import Store
 from tenure.store.types import TaskState
 from tenure.task import Status, Task
@@ -139,27 +140,7 @@ class Teller:
             return
         task, duration = held.task, round(time.monotonic() - held.started, 6)
         if telling:
-            record = log.makeRecord(
-                log.name,
-                logging.INFO,
-                __file__,
-                SUCCEEDED_LINE,
-                "task %s %s attempt=%d/%d succeeded in %.3fs",
-                (task.id, task.name, task.attempts, task.max_attempts, duration),
-                None,
-                "_succeeded",
-            )
-            # What ``extra=`` would add, without ``Logger.info``'s look up the
-            # stack for the caller, which costs as much as the rest: it is here.
-            record.__dict__.update(
-                task_id=task.id,
-                task_name=task.name,
-                topic=task.topic,
-                attempt=task.attempts,
-                duration=duration,
-                status=str(state.status),
-            )
-            log.handle(record)
+            _tell_success(task, duration, str(state.status))
         if self.hooks:
             self.fire(Outcome("succeeded", task, None, ending.result, None, duration))
 
@@ -190,7 +171,34 @@ class Teller:
         )
 
 
-SUCCEEDED_LINE = Teller._succeeded.__code__.co_firstlineno
+SUCCEEDED = "task %s %s attempt=%d/%d succeeded in %.3fs"
+
+
+def _tell_success(task: Task, duration: float, status: str) -> None:
+    """A task's success line: queued for the ``tenure`` command's writing thread
+    without a record when nothing else would see one (:func:`tenure.logs.write_line`),
+    else logged as usual."""
+    args = (task.id, task.name, task.attempts, task.max_attempts, duration)
+    facts = {
+        "task_id": task.id,
+        "task_name": task.name,
+        "topic": task.topic,
+        "attempt": task.attempts,
+        "duration": duration,
+        "status": status,
+    }
+    if write_line(log, logging.INFO, SUCCEEDED, args, facts):
+        return
+    record = log.makeRecord(
+        log.name, logging.INFO, __file__, SUCCEEDED_LINE, SUCCEEDED, args, None, "_tell_success"
+    )
+    # What ``extra=`` would add, without ``Logger.info``'s look up the stack for
+    # the caller, which costs as much as the rest: it is here.
+    record.__dict__.update(facts)
+    log.handle(record)
+
+
+SUCCEEDED_LINE = _tell_success.__code__.co_firstlineno
 """Where a task's success line is logged from, as its record says."""
 
 
