@@ -154,16 +154,33 @@ def test_a_line_reads_as_the_record_holding_the_same_facts_would(
     assert formatter.line(line) == formatter.format(record)
 
 
-def test_write_line_queues_lines_in_order_with_the_records(root: logging.Logger) -> None:
+@pytest.fixture
+def worker_log() -> Iterator[tuple[logging.Logger, logs.Queued, io.StringIO]]:
+    """A logger under one of its own with tenure's handler, outside the process's
+    logging tree (whose loggers other tests may have given handlers): what the
+    ``tenure`` command sets up, alone."""
     stream = io.StringIO()
-    logs.configure("info", "json", stream)
-    log = logging.getLogger("tenure.worker")
+    target = logging.StreamHandler(stream)
+    target.setFormatter(logs.JsonFormatter())
+    handler = logs.Queued(target)
+    top, log = logging.Logger("top"), logging.Logger("top.worker")
+    top.addHandler(handler)
+    log.parent = top
+    yield log, handler, stream
+    handler.close()
+
+
+def test_write_line_queues_lines_in_order_with_the_records(
+    worker_log: tuple[logging.Logger, logs.Queued, io.StringIO],
+) -> None:
+    log, handler, stream = worker_log
     for number in range(300):
         if number % 2:
             log.info("record %d", number)
         else:
             assert logs.write_line(log, logging.INFO, "line %d", (number,), dict(FACTS))
-    written = json_lines(stream)
+    handler.flush()
+    written = [json.loads(line) for line in stream.getvalue().splitlines()]
     assert [int(line["message"].rsplit(" ", 1)[1]) for line in written] == list(range(300))
     assert {key: written[0][key] for key in FACTS} == FACTS
 
@@ -180,28 +197,22 @@ class Seen(logging.Filter):
 
 @pytest.mark.parametrize("where", ["logger filter", "handler filter", "another handler", "closed"])
 def test_write_line_leaves_a_line_to_logging_when_more_than_its_writer_would_see_it(
-    root: logging.Logger, where: str
+    worker_log: tuple[logging.Logger, logs.Queued, io.StringIO], where: str
 ) -> None:
-    stream = io.StringIO()
-    logs.configure("info", "text", stream)
-    log, seen, other = logging.getLogger("tenure.worker"), Seen(), logging.NullHandler()
-    [handler] = root.handlers
+    log, handler, stream = worker_log
+    assert logs._sole_handler(log, logging.INFO) is handler  # alone, it would take the line
+    seen = Seen()
     if where == "logger filter":
         log.addFilter(seen)
     elif where == "handler filter":
         handler.addFilter(seen)
     elif where == "another handler":
-        root.addHandler(other)
+        assert log.parent is not None
+        log.parent.addHandler(logging.NullHandler())
     else:
         handler.close()
-    try:
-        assert not logs.write_line(log, logging.INFO, "line %d", (1,), dict(FACTS))
-        assert logs._sole_handler(log, logging.INFO) is None or where == "closed"
-    finally:
-        log.removeFilter(seen)
-        handler.removeFilter(seen)
-        root.removeHandler(other)
-    flush_logs()
+    assert not logs.write_line(log, logging.INFO, "line %d", (1,), dict(FACTS))
+    handler.flush()
     assert stream.getvalue() == "" and not seen.records
 
 
