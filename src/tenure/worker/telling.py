@@ -179,14 +179,7 @@ def _tell_success(task: Task, duration: float, status: str) -> None:
     without a record when nothing else would see one (:func:`tenure.logs.write_line`),
     else logged as usual."""
     args = (task.id, task.name, task.attempts, task.max_attempts, duration)
-    facts = {
-        "task_id": task.id,
-        "task_name": task.name,
-        "topic": task.topic,
-        "attempt": task.attempts,
-        "duration": duration,
-        "status": status,
-    }
+    facts = fields(task, duration=duration, status=status)
     if write_line(log, logging.INFO, SUCCEEDED, args, facts):
         return
     record = log.makeRecord(
