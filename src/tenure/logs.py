@@ -306,10 +306,7 @@ class Queued(QueueHandler):
         return None if thread is None else thread.ident
 
     def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
-        args = record.args
-        if type(record.msg) is str and (
-            not args or (type(args) is tuple and _PLAIN.issuperset(map(type, args)))
-        ):
+        if type(record.msg) is str and _formats_later(record.args):
             return record
         settled = copy.copy(record)  # other handlers keep the record as it was
         settled.msg, settled.args = record.getMessage(), None
@@ -331,7 +328,7 @@ class Queued(QueueHandler):
         directly, or the handler's formatter is not one of tenure's."""
         if not isinstance(self.target.formatter, TextFormatter | JsonFormatter):
             return False
-        if line.args and not _PLAIN.issuperset(map(type, line.args)):
+        if not _formats_later(line.args):
             line = line._replace(msg=line.message(), args=())
         with self.lock or contextlib.nullcontext():
             if self._direct or threading.get_ident() == self._writer_id:
@@ -373,6 +370,12 @@ class Queued(QueueHandler):
         """From now on, write each record in the logging thread (a forked child,
         which has no writing thread)."""
         self._direct = True
+
+
+def _formats_later(args: object) -> bool:
+    """Whether a message can be formatted from ``args`` on the writing thread:
+    none, or a tuple of values that never change (:data:`_PLAIN`)."""
+    return not args or (type(args) is tuple and _PLAIN.issuperset(map(type, args)))
 
 
 def write_line(

@@ -55,9 +55,7 @@ each is sent the rows of the one before, and the steps return ``T``."""
 def fetch(conn: Connection, query: str, params: dict[str, Any]) -> list[Row]:
     """Run the named ``query`` on ``conn`` and return its rows as dicts
     (whatever row factory the connection has, if it is a caller's)."""
-    with conn.cursor(row_factory=dict_row) as cur:
-        cur.execute(Q[query], params)
-        return cur.fetchall()
+    return fetch_made(conn, query, params, dict_row)
 
 
 def fetch_made(
