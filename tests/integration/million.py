@@ -1,8 +1,11 @@
 """A PostgreSQL store holding 1,000,000 tasks, made in seconds: a thousand made
 by the store in a mix of statuses, then copied 999 times by one INSERT (the
 triggers see every row, so tallies and events are as a million enqueues would
-leave them). Every copy of a thousand is one group; descriptions differ per
-task; one rare topic holds a single task, the oldest."""
+leave them). The secondary indexes of the tasks and their events are dropped
+for the copy and built again after it, from their own definitions: one sorted
+build each instead of a million insertions, half the fill's time. Every copy
+of a thousand is one group; descriptions differ per task; one rare topic holds
+a single task, the oldest."""
 
 from __future__ import annotations
 
@@ -35,11 +38,28 @@ def fill_million(store: Store, url: str) -> None:
             )
         ]
         listed = ", ".join(columns)
+        rebuilt = _drop_secondary_indexes(conn)
         conn.execute(
             f"INSERT INTO tasks (id, group_id, topic, {listed})"
             " SELECT id || '-' || copy, 'batch-' || copy,"
             f" CASE WHEN topic = '{RARE_TOPIC}' THEN 't0' ELSE topic END, {listed}"
             f" FROM tasks CROSS JOIN generate_series(1, {COPIES}) AS copy ORDER BY copy, seq"
         )
+        conn.execute("SET maintenance_work_mem = '256MB'")
+        for definition in rebuilt:
+            conn.execute(definition)
         conn.execute("VACUUM ANALYZE tasks")
     store.tally_fold()
+
+
+def _drop_secondary_indexes(conn: psycopg.Connection[tuple[str, ...]]) -> list[str]:
+    """Drop the indexes of ``tasks`` and ``events`` that no constraint owns;
+    the statements that create them again, as the schema defines them."""
+    found = conn.execute(
+        "SELECT i.indexname, i.indexdef FROM pg_indexes AS i"
+        " WHERE i.schemaname = current_schema() AND i.tablename IN ('tasks', 'events')"
+        " AND NOT EXISTS (SELECT 1 FROM pg_constraint AS c WHERE c.conname = i.indexname)"
+    ).fetchall()
+    for name, _ in found:
+        conn.execute(f'DROP INDEX "{name}"')
+    return [definition for _, definition in found]
