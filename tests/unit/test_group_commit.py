@@ -52,7 +52,9 @@ class Writer:
     """Records each write; the first is held open until :meth:`release`;
     ``fail`` decides, per write, what it raises instead of writing."""
 
-    def __init__(self, fail: Callable[[list[str]], Exception | None] = lambda ids: None) -> None:
+    def __init__(
+        self, fail: Callable[[list[str]], BaseException | None] = lambda ids: None
+    ) -> None:
         self.writes: list[list[str]] = []
         self.started = threading.Event()
         self.released = threading.Event()
@@ -151,6 +153,22 @@ def test_the_lead_passes_on_after_a_failed_write(pool: ThreadPoolExecutor) -> No
     assert [[t.id for t in f.result(10)] for f in futures[1:]] == [["b"], ["c"]]
     writer.fail = lambda ids: None
     assert [t.id for t in group.create(tasks("d"))] == ["d"], "nobody leads any more"
+
+
+def test_the_lead_passes_on_when_a_write_alone_is_interrupted(pool: ThreadPoolExecutor) -> None:
+    """A caller alone writes without queueing; interrupted in its write (Ctrl-C
+    in the thread), it still hands the lead to the callers that queued."""
+
+    def interrupted_first(ids: list[str]) -> BaseException | None:
+        return KeyboardInterrupt() if ids == ["a"] else None
+
+    writer = Writer(interrupted_first)
+    group = GroupCommit(writer)
+    futures = queued_behind_first(group, writer, pool, [["a"], ["b"], ["c"]])
+    with pytest.raises(KeyboardInterrupt):
+        futures[0].result(10)
+    assert [[t.id for t in f.result(10)] for f in futures[1:]] == [["b"], ["c"]]
+    assert group._leader is None and not group._queue
 
 
 def test_a_shared_write_holds_at_most_its_cap_of_tasks(pool: ThreadPoolExecutor) -> None:

@@ -87,8 +87,27 @@ class GroupCommit:
     def create(self, tasks: list[PreparedTask]) -> list[Task]:
         """Write ``tasks`` (in one transaction, with other callers' or alone);
         return them as created, once committed."""
-        if self._leader == threading.get_ident():  # re-entered (a signal handler)
+        me = threading.get_ident()
+        if self._leader == me:  # re-entered (a signal handler)
             return self._write(tasks)
+        alone = False
+        try:
+            with self._lock:
+                alone = not self._writing
+                self._writing = True
+            if alone:  # no write in flight: the lead is this caller's, no queue
+                self._leader = me
+                return self._write(tasks)
+        finally:
+            if alone:
+                self._leader = None
+                with self._lock:
+                    self._pass_lead()
+        return self._join(tasks)
+
+    def _join(self, tasks: list[PreparedTask]) -> list[Task]:
+        """Queue ``tasks`` behind the write in flight; write them with the
+        others queued if the lead comes to this caller."""
         caller = _Caller(tasks)
         try:
             with self._lock:
