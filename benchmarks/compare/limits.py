@@ -10,10 +10,17 @@ loop, with tenure's settings (WAL, synchronous FULL), ``BEGIN IMMEDIATE``, one
 insert, ``COMMIT``, each timed. Measured on the store tenure has just been
 given, so that its enqueue and its limit are read from the same run. The
 statements are the benchmark suite's (``benchmarks/suite/*.sql``).
+
+A second limit is the store's for tenure's own work: the very statement tenure
+sends for one task (its insert, with the triggers that write its event and
+tallies), replayed by the same clients on a fresh tenure store. Between the two
+limits lies what tenure's schema costs the store; between the second and the
+enqueue, what tenure's client costs the caller.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 import tempfile
 import time
@@ -23,27 +30,88 @@ from pathlib import Path
 import psycopg
 
 from benchmarks.suite import BenchError
-from benchmarks.suite.limit_postgres import duration, pgbench, run_pgbench
+from benchmarks.suite.limit_postgres import duration, pgbench, run_pgbench, run_pgbench_file
 from benchmarks.suite.postgres_target import PostgresTarget
 from benchmarks.suite.sqlite_target import SQLiteTarget
+from tenure.ids import new_id
+from tenure.serializer import loads
+from tenure.store import DEFAULT_MAX_PAYLOAD_BYTES, NewTask, validate
+from tenure.store.postgres import rows as postgres_rows
+from tenure.store.postgres.schema import Q as POSTGRES_Q
+from tenure.store.sqlite import rows as sqlite_rows
+from tenure.store.sqlite.schema import Q as SQLITE_Q
+from tenure.store.types import PreparedTask
 
 SCRIPT = "pgbench_insert.sql"
 DATA = '{"args": [], "kwargs": {}}'
 """A no-op task's data, the row's payload (pgbench_insert.sql inserts the same)."""
 
 
+ID_EXPRESSION = (
+    "'probe-' || :client_id || '-' || (extract(epoch FROM clock_timestamp()) * 1e6)::bigint"
+)
+"""A new id for each transaction of the replayed task insert, increasing as
+tenure's own are (ids in random order would cost its id index more)."""
+
+
 def postgres_insert(url: str, seconds: float) -> list[float]:
     """Seconds each one-row INSERT transaction of one pgbench client took."""
-    executable = pgbench()
-    if executable is None:
-        raise BenchError("pgbench is not installed (Debian: postgresql-client-15)")
+    executable = _pgbench()
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(PostgresTarget.Q["limit_insert_setup"])
     with tempfile.TemporaryDirectory(prefix="tenure-limit-") as folder:
-        logged = ["-l", "--log-prefix", f"{folder}/log"]
-        run_pgbench(executable, SCRIPT, url, [*duration(seconds), *logged])
-        # Each line: client, transaction, latency in microseconds, script, epoch, micros.
-        lines = "".join(path.read_text() for path in Path(folder).glob("log*"))
+        run_pgbench(executable, SCRIPT, url, [*duration(seconds), *_logged(folder)])
+        return _latencies(folder)
+
+
+def postgres_task_insert(url: str, seconds: float, topic: str, name: str) -> list[float]:
+    """Seconds each transaction of one pgbench client took, replaying tenure's
+    own statement for one no-op task ``name`` of ``topic`` on ``url`` (a
+    migrated tenure store), values inlined, a new id each time."""
+    executable = _pgbench()
+    with tempfile.TemporaryDirectory(prefix="tenure-limit-") as folder:
+        script = Path(folder) / "statement.sql"
+        script.write_text(task_insert_script(url, noop_task(topic, name)))
+        run_pgbench_file(executable, script, url, [*duration(seconds), *_logged(folder)])
+        return _latencies(folder)
+
+
+def task_insert_script(url: str, task: PreparedTask) -> str:
+    """A pgbench script of the statement the PostgreSQL store sends to create
+    ``task`` alone (``insert_one``), its values written in, its id
+    :data:`ID_EXPRESSION`."""
+    marker = "tenure-probe-id"
+    params = postgres_rows.insert_one_params(dataclasses.replace(task, id=marker), None)
+    with psycopg.connect(url) as conn:
+        statement = psycopg.ClientCursor(conn).mogrify(POSTGRES_Q["insert_one"], params)
+    if statement.count(f"'{marker}'") != 1:
+        raise BenchError("the task insert does not name its id exactly once")
+    statement = statement.replace(f"'{marker}'", f"({ID_EXPRESSION})")
+    return statement.rstrip().rstrip(";") + ";\n"
+
+
+def noop_task(topic: str, name: str) -> PreparedTask:
+    """A no-op task of the comparison's, as the stores receive it from ``enqueue()``."""
+    data = loads('{"args": [], "kwargs": {}}')
+    return validate.prepare(NewTask(topic=topic, name=name, data=data), DEFAULT_MAX_PAYLOAD_BYTES)
+
+
+def _pgbench() -> Path:
+    executable = pgbench()
+    if executable is None:
+        raise BenchError("pgbench is not installed (Debian: postgresql-client-15)")
+    return executable
+
+
+def _logged(folder: str) -> list[str]:
+    """pgbench's options to log each transaction's latency under ``folder``."""
+    return ["-l", "--log-prefix", f"{folder}/log"]
+
+
+def _latencies(folder: str) -> list[float]:
+    """The seconds of each transaction pgbench logged under ``folder``."""
+    # Each line: client, transaction, latency in microseconds, script, epoch, micros.
+    lines = "".join(path.read_text() for path in Path(folder).glob("log*"))
     return [int(line.split()[2]) / 1e6 for line in lines.splitlines() if line.strip()]
 
 
@@ -61,6 +129,27 @@ def sqlite_insert(path: Path, seconds: float) -> list[float]:
         while time.perf_counter() < deadline:
             began = time.perf_counter()
             conn.execute(q["limit_insert"], {"data": DATA})
+            conn.commit()
+            took.append(time.perf_counter() - began)
+    return took
+
+
+def sqlite_task_insert(path: Path, seconds: float, topic: str, name: str) -> list[float]:
+    """Seconds each transaction of a ``sqlite3`` loop took, writing tenure's own
+    insert of one no-op task ``name`` of ``topic`` (``insert_task``, its
+    triggers) into the tenure store at ``path``, as the store's write does:
+    ``BEGIN IMMEDIATE``, the insert, ``COMMIT``, at tenure's settings."""
+    task = noop_task(topic, name)
+    took: list[float] = []
+    with closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        for setup in ("use_wal", "synchronous_full"):
+            conn.execute(SQLITE_Q[setup])
+        deadline = time.perf_counter() + seconds
+        while time.perf_counter() < deadline:
+            params = sqlite_rows.insert_params(dataclasses.replace(task, id=new_id()), time.time())
+            began = time.perf_counter()
+            conn.execute(SQLITE_Q["begin_write"])
+            conn.execute(SQLITE_Q["insert_task"], params)
             conn.commit()
             took.append(time.perf_counter() - began)
     return took

@@ -6,8 +6,9 @@
 Systems are measured one after the other, never at once (the machine has two
 cores). For each, with a fresh store per repetition:
 
-- store limit (tenure's store only): one-row INSERT transactions by a client
-  that does nothing else, for ``limit_seconds`` (``limits``): txn/s and p50;
+- store limits (tenure's store only): one-row INSERT transactions by a client
+  that does nothing else, for ``limit_seconds`` (``limits``), then the same
+  client replaying tenure's own statement for one task: txn/s and p50;
 - enqueue: ``enqueue_single`` tasks from this process, one call each (tasks/s,
   and each call's latency, p50 and p99); then one bulk call of ``enqueue_bulk``
   tasks (Huey has none: one call each, flagged);
@@ -69,6 +70,7 @@ PERCENTILES = (50, 95, 99)
 DRAIN_CONCURRENCY = (None, 10)
 """Each worker's concurrency in the drains: its default, then 10 tasks at once."""
 LIMIT_LABEL = "store limit: 1-row INSERT per txn"
+TASK_LIMIT_LABEL = "store limit: tenure's own 1-task insert per txn"
 SETTLE = 0.5
 """Seconds an idle worker is left alone after its warm-up task, before the
 measured tasks come (it is waiting for a notification or its next poll)."""
@@ -143,22 +145,31 @@ def measure(system: System, plan: Plan, folder: Path) -> list[Metric]:
 
 
 def store_limit(system: System, plan: Plan) -> list[Metric]:
-    """The store's own one-row INSERT transactions (tenure's store only)."""
+    """The store's own limits (tenure's stores only): one-row INSERT
+    transactions, then tenure's own statement for one task, replayed."""
+    return [
+        *_limit(plan, "limit.insert", LIMIT_LABEL, system.store_limit),
+        *_limit(plan, "limit.task_insert", TASK_LIMIT_LABEL, system.store_task_limit),
+    ]
+
+
+def _limit(
+    plan: Plan, key: str, label: str, probe: Callable[[float], list[float] | None]
+) -> list[Metric]:
+    """Transactions per second and p50 of ``probe`` (none where it measures nothing)."""
     rates: list[float] = []
     p50s: list[float] = []
     for run in range(1, plan.repeat + 1):
-        took = system.store_limit(plan.sizes.limit_seconds)
+        took = probe(plan.sizes.limit_seconds)
         if took is None:
             return []
         rates.append(len(took) / sum(took))
         p50s.append(percentiles(took, (50,))[50] * 1000)
-        plan.say(
-            f"store limit, one-row INSERT, run {run}: {rates[-1]:,.0f}/s, p50 {p50s[-1]:.3f} ms"
-        )
+        plan.say(f"{label}, run {run}: {rates[-1]:,.0f}/s, p50 {p50s[-1]:.3f} ms")
     params = {"seconds": plan.sizes.limit_seconds, "client": "pgbench or sqlite3, 1 connection"}
     return [
-        Metric("limit.insert", LIMIT_LABEL, "txn/s", True, rates, params),
-        Metric("limit.insert.p50", f"{LIMIT_LABEL}, p50", "ms", False, p50s, params),
+        Metric(key, label, "txn/s", True, rates, params),
+        Metric(f"{key}.p50", f"{label}, p50", "ms", False, p50s, params),
     ]
 
 

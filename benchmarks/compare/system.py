@@ -124,6 +124,13 @@ class System(ABC):
         on tenure's; ``None`` elsewhere (before making any store)."""
         return None
 
+    def store_task_limit(self, seconds: float) -> list[float] | None:
+        """The store's own limit on the statement tenure sends to enqueue one
+        task, replayed on a fresh store of the system's for ``seconds``: the
+        seconds each transaction took (``benchmarks.compare.limits``).
+        Measured on tenure's; ``None`` elsewhere."""
+        return None
+
     def worker_env(self) -> dict[str, str]:
         """Environment the worker processes need besides the marks file."""
         return {}

@@ -32,6 +32,7 @@ from tenure.function import TaskFunction
 
 APP_PATH = "benchmarks.compare.tenure_system:app"
 TOPIC = "compare"
+NOOP = "compare.noop"
 CONCURRENCY = 4
 
 
@@ -42,7 +43,7 @@ def noop() -> None:
 def build(url: str | None) -> tuple[App, TaskFunction[[], None], TaskFunction[[int], None]]:
     """An App on ``url`` with the benchmark's two tasks."""
     app = App(url)
-    no_op = app.task(name="compare.noop", topic=TOPIC)(noop)
+    no_op = app.task(name=NOOP, topic=TOPIC)(noop)
     mark = app.task(name="compare.mark", topic=TOPIC)(record_start)
     return app, no_op, mark
 
@@ -111,6 +112,13 @@ class Tenure(System):
             return limits.postgres_insert(self.url, seconds)
         assert self.places.current is not None  # fresh() made the file
         return limits.sqlite_insert(self.places.current, seconds)
+
+    def store_task_limit(self, seconds: float) -> list[float]:
+        self.fresh()
+        if isinstance(self.places, PostgresDatabases):
+            return limits.postgres_task_insert(self.url, seconds, TOPIC, NOOP)
+        assert self.places.current is not None  # fresh() made the file
+        return limits.sqlite_task_insert(self.places.current, seconds, TOPIC, NOOP)
 
     def progress(self) -> Progress:
         """Read as a user watches a queue (the dashboard, ``tenure stats``): from

@@ -81,15 +81,20 @@ def run_pgbench(executable: Path, script: str, url: str, options: Sequence[str])
     """What one pgbench client printed, replaying this package's ``script`` on
     ``url`` with its statements prepared, and ``options``."""
     with resources.as_file(resources.files("benchmarks.suite").joinpath(script)) as path:
-        argv = [str(executable), "-n", "-M", "prepared", "-c", "1", "-j", "1", *options]
-        # The argv is pgbench, fixed options, a script of ours and the benchmark's database.
-        done = subprocess.run(  # noqa: S603
-            [*argv, "-f", str(path), url],
-            check=False,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
+        return run_pgbench_file(executable, path, url, options)
+
+
+def run_pgbench_file(executable: Path, script: Path, url: str, options: Sequence[str]) -> str:
+    """:func:`run_pgbench` with a script file of the caller's."""
+    argv = [str(executable), "-n", "-M", "prepared", "-c", "1", "-j", "1", *options]
+    # The argv is pgbench, fixed options, a script of ours and the benchmark's database.
+    done = subprocess.run(  # noqa: S603
+        [*argv, "-f", str(script), url],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if done.returncode != 0:
         raise BenchError(f"pgbench failed ({done.returncode}): {done.stderr.strip()[-1000:]}")
     return done.stdout
