@@ -92,8 +92,8 @@ def task_insert_script(url: str, task: PreparedTask) -> str:
 
 def noop_task(topic: str, name: str) -> PreparedTask:
     """A no-op task of the comparison's, as the stores receive it from ``enqueue()``."""
-    data = loads('{"args": [], "kwargs": {}}')
-    return validate.prepare(NewTask(topic=topic, name=name, data=data), DEFAULT_MAX_PAYLOAD_BYTES)
+    task = NewTask(topic=topic, name=name, data=loads(DATA))
+    return validate.prepare(task, DEFAULT_MAX_PAYLOAD_BYTES)
 
 
 def _pgbench() -> Path:

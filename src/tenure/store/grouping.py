@@ -95,8 +95,9 @@ class GroupCommit:
             with self._lock:
                 alone = not self._writing
                 self._writing = True
-            if alone:  # no write in flight: the lead is this caller's, no queue
-                self._leader = me
+                if alone:  # no write in flight: the lead is this caller's, no queue
+                    self._leader = me
+            if alone:
                 return self._write(tasks)
         finally:
             if alone:
