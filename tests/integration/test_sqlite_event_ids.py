@@ -65,6 +65,25 @@ def test_ids_deleted_before_the_migration_are_not_given_again(tmp_path: Path) ->
     assert event_ids(path) == [1, 4]
 
 
+def test_views_of_the_users_on_events_survive_the_migration(tmp_path: Path) -> None:
+    """A rename checks every view of the schema: the migration renames the old
+    table away in legacy mode, so a view of the user's on events (and a stale
+    one, whose table is gone) neither stops it nor is lost."""
+    path = tmp_path / "old.db"
+    old_store(path, 2)
+    with closing(sqlite3.connect(path)) as conn, conn:
+        conn.execute("CREATE VIEW recent AS SELECT task_id FROM events ORDER BY id DESC")
+        conn.execute("CREATE TABLE gone (x)")
+        conn.execute("CREATE VIEW stale AS SELECT x FROM gone")
+        conn.execute("DROP TABLE gone")
+    with open_store(f"sqlite:///{path}") as store:
+        created = store.task_create(NewTask(topic="new", name="job"))
+    with closing(sqlite3.connect(path)) as conn:
+        assert [row[0] for row in conn.execute("SELECT task_id FROM recent")] == [
+            created.id, "task-1", "task-0",
+        ]  # fmt: skip
+
+
 def test_after_every_event_is_pruned_the_next_id_is_new(tmp_path: Path) -> None:
     path = tmp_path / "new.db"
     later = datetime.now(UTC) + timedelta(hours=1)

@@ -9,7 +9,7 @@ CREATE TABLE event_log (
 );
 
 -- table events
-CREATE TABLE "events" (
+CREATE TABLE events (
     id          INTEGER PRIMARY KEY,
     task_id     TEXT    NOT NULL,
     topic       TEXT    NOT NULL,

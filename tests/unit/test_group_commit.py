@@ -171,6 +171,46 @@ def test_the_lead_passes_on_when_a_write_alone_is_interrupted(pool: ThreadPoolEx
     assert group._leader is None and not group._queue
 
 
+@pytest.mark.parametrize("queued", [False, True])
+def test_an_enqueue_by_a_signal_handler_during_the_hand_off_writes_at_once(
+    pool: ThreadPoolExecutor, queued: bool
+) -> None:
+    """A handler running in the leader's thread while it passes the lead on
+    (the lock held) writes its tasks at once, as it would during the write,
+    instead of waiting on the lock or behind its own thread."""
+    writer = Writer()
+    group = GroupCommit(writer)
+    nested: list[list[str]] = []
+    hand_off = group._pass_lead
+
+    def interrupted_hand_off() -> None:
+        if not nested and threading.get_ident() == leader[0]:
+            nested.append([t.id for t in group.create(tasks("handler"))])
+        hand_off()
+
+    leader: list[int] = []
+
+    def first() -> list[Task]:
+        leader.append(threading.get_ident())
+        return group.create(tasks("a"))
+
+    group._pass_lead = interrupted_hand_off  # type: ignore[method-assign]
+    if queued:  # the lone writer hands on to a queued caller
+        futures = [pool.submit(first)]
+        assert writer.started.wait(10)
+        futures.append(pool.submit(group.create, tasks("b")))
+        wait_for(lambda: len(group._queue) == 1, "the second caller to queue")
+    else:
+        futures = [pool.submit(first)]
+        assert writer.started.wait(10)
+    writer.release()
+    assert [t.id for t in futures[0].result(10)] == ["a"]
+    assert nested == [["handler"]]
+    if queued:
+        assert [t.id for t in futures[1].result(10)] == ["b"]
+    wait_for(lambda: not group._writing and group._leader is None, "the group to be idle")
+
+
 def test_a_shared_write_holds_at_most_its_cap_of_tasks(pool: ThreadPoolExecutor) -> None:
     writer = Writer()
     group = GroupCommit(writer)

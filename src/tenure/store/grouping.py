@@ -101,9 +101,7 @@ class GroupCommit:
                 return self._write(tasks)
         finally:
             if alone:
-                self._leader = None
-                with self._lock:
-                    self._pass_lead()
+                self._hand_on(me)
         return self._join(tasks)
 
     def _join(self, tasks: list[PreparedTask]) -> list[Task]:
@@ -145,19 +143,27 @@ class GroupCommit:
         """Write the callers queued (up to :data:`GROUP_MAX_TASKS` tasks), then
         pass on the lead."""
         group: list[_Caller] = []
-        self._leader = threading.get_ident()
+        me = threading.get_ident()
         try:
             with self._lock:
+                self._leader = me
                 group = self._take()
             self._write_group(group)
         finally:
-            self._leader = None
             for caller in group:
                 if caller.created is None and caller.error is None:  # interrupted
                     caller.error = StoreUnavailable("the write was interrupted, unconfirmed")
                 caller.ready.set()
-            with self._lock:
-                self._pass_lead()
+            self._hand_on(me)
+
+    def _hand_on(self, me: int) -> None:
+        """Pass on the lead, still this thread's until it is passed: a signal
+        handler that enqueues meanwhile writes at once, as inside the write,
+        instead of queueing behind its own thread or waiting on the lock."""
+        with self._lock:
+            self._pass_lead()
+            if self._leader == me:
+                self._leader = None
 
     def _take(self) -> list[_Caller]:
         """The callers of the next write, in the order they came (lock held)."""

@@ -24,7 +24,16 @@ DROP TRIGGER tasks_transitioned;
 DROP TRIGGER reports_created;
 DROP TRIGGER reports_updated;
 
-CREATE TABLE events_rebuilt (
+-- The old table is renamed away and a new one made under its name, rather than
+-- a new one renamed into place: in legacy mode a rename checks no view or
+-- trigger, so views of yours on events (even stale ones) neither stop the
+-- migration nor change, and they read the new table. Indexes and triggers of
+-- yours on events go with the old table.
+PRAGMA legacy_alter_table = ON;
+ALTER TABLE events RENAME TO events_before_0007;
+PRAGMA legacy_alter_table = OFF;
+
+CREATE TABLE events (
     id          INTEGER PRIMARY KEY,
     task_id     TEXT    NOT NULL,
     topic       TEXT    NOT NULL,
@@ -35,10 +44,10 @@ CREATE TABLE events_rebuilt (
     owner       TEXT,
     at          REAL    NOT NULL
 );
-INSERT INTO events_rebuilt (id, task_id, topic, name, from_status, to_status, attempt, owner, at)
-SELECT id, task_id, topic, name, from_status, to_status, attempt, owner, at FROM events;
-DROP TABLE events;
-ALTER TABLE events_rebuilt RENAME TO events;
+INSERT INTO events (id, task_id, topic, name, from_status, to_status, attempt, owner, at)
+SELECT id, task_id, topic, name, from_status, to_status, attempt, owner, at
+FROM events_before_0007;
+DROP TABLE events_before_0007;
 
 CREATE INDEX events_by_time ON events (at);
 CREATE INDEX events_by_task ON events (task_id, id);
