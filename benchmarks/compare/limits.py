@@ -24,6 +24,7 @@ import dataclasses
 import sqlite3
 import tempfile
 import time
+from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 
@@ -118,20 +119,13 @@ def _latencies(folder: str) -> list[float]:
 def sqlite_insert(path: Path, seconds: float) -> list[float]:
     """Seconds each one-row INSERT transaction of a ``sqlite3`` loop took."""
     q = SQLiteTarget.Q
-    took: list[float] = []
     # isolation_level IMMEDIATE: sqlite3 opens each insert with BEGIN IMMEDIATE,
     # as the store does, and commit() ends it (as the suite's limit loop).
     with closing(sqlite3.connect(path, isolation_level="IMMEDIATE")) as conn:
         for setup in ("use_wal", "synchronous_full", "limit_insert_setup"):
             conn.execute(q[setup])
         conn.commit()
-        deadline = time.perf_counter() + seconds
-        while time.perf_counter() < deadline:
-            began = time.perf_counter()
-            conn.execute(q["limit_insert"], {"data": DATA})
-            conn.commit()
-            took.append(time.perf_counter() - began)
-    return took
+        return _timed(seconds, lambda: conn.execute(q["limit_insert"], {"data": DATA}), conn)
 
 
 def sqlite_task_insert(path: Path, seconds: float, topic: str, name: str) -> list[float]:
@@ -140,16 +134,26 @@ def sqlite_task_insert(path: Path, seconds: float, topic: str, name: str) -> lis
     triggers) into the tenure store at ``path``, as the store's write does:
     ``BEGIN IMMEDIATE``, the insert, ``COMMIT``, at tenure's settings."""
     task = noop_task(topic, name)
-    took: list[float] = []
+
+    def insert() -> None:
+        params = sqlite_rows.insert_params(dataclasses.replace(task, id=new_id()), time.time())
+        conn.execute(SQLITE_Q["begin_write"])
+        conn.execute(SQLITE_Q["insert_task"], params)
+
     with closing(sqlite3.connect(path, isolation_level=None)) as conn:
         for setup in ("use_wal", "synchronous_full"):
             conn.execute(SQLITE_Q[setup])
-        deadline = time.perf_counter() + seconds
-        while time.perf_counter() < deadline:
-            params = sqlite_rows.insert_params(dataclasses.replace(task, id=new_id()), time.time())
-            began = time.perf_counter()
-            conn.execute(SQLITE_Q["begin_write"])
-            conn.execute(SQLITE_Q["insert_task"], params)
-            conn.commit()
-            took.append(time.perf_counter() - began)
+        return _timed(seconds, insert, conn)
+
+
+def _timed(seconds: float, write: Callable[[], object], conn: sqlite3.Connection) -> list[float]:
+    """Seconds each of ``write`` then ``conn``'s commit took, one transaction
+    after the other, for ``seconds``."""
+    took: list[float] = []
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        began = time.perf_counter()
+        write()
+        conn.commit()
+        took.append(time.perf_counter() - began)
     return took

@@ -159,32 +159,37 @@ BEGIN
     ON CONFLICT (topic, status) DO UPDATE SET n = n + 1;
 END;
 
+-- view next_event_id
+CREATE VIEW next_event_id AS
+SELECT max(coalesce((SELECT max(id) FROM events), 0),
+           coalesce((SELECT pruned_id FROM event_log), 0)) + 1 AS id;
+
 -- trigger reports_created
 CREATE TRIGGER reports_created AFTER INSERT ON reports
 BEGIN
     INSERT INTO events (id, task_id, topic, name, from_status, to_status, attempt, owner, at)
-    VALUES (max(coalesce((SELECT max(id) FROM events), 0),
-                (SELECT pruned_id FROM event_log)) + 1,
-            '', '', NEW.key, NULL, 'report', NEW.total, NEW.owner, NEW.run_at);
+    SELECT next.id,
+           '', '', NEW.key, NULL, 'report', NEW.total, NEW.owner, NEW.run_at
+    FROM next_event_id AS next;
 END;
 
 -- trigger reports_updated
 CREATE TRIGGER reports_updated AFTER UPDATE ON reports
 BEGIN
     INSERT INTO events (id, task_id, topic, name, from_status, to_status, attempt, owner, at)
-    VALUES (max(coalesce((SELECT max(id) FROM events), 0),
-                (SELECT pruned_id FROM event_log)) + 1,
-            '', '', NEW.key, NULL, 'report', NEW.total, NEW.owner, NEW.run_at);
+    SELECT next.id,
+           '', '', NEW.key, NULL, 'report', NEW.total, NEW.owner, NEW.run_at
+    FROM next_event_id AS next;
 END;
 
 -- trigger tasks_created
 CREATE TRIGGER tasks_created AFTER INSERT ON tasks
 BEGIN
     INSERT INTO events (id, task_id, topic, name, from_status, to_status, attempt, owner, at)
-    VALUES (max(coalesce((SELECT max(id) FROM events), 0),
-                (SELECT pruned_id FROM event_log)) + 1,
-            NEW.id, NEW.topic, NEW.name, NULL, NEW.status, NEW.attempts, NEW.assignee,
-            NEW.updated_at);
+    SELECT next.id,
+           NEW.id, NEW.topic, NEW.name, NULL, NEW.status, NEW.attempts, NEW.assignee,
+           NEW.updated_at
+    FROM next_event_id AS next;
 END;
 
 -- trigger tasks_transitioned
@@ -192,10 +197,10 @@ CREATE TRIGGER tasks_transitioned AFTER UPDATE OF status ON tasks
 WHEN NEW.status IS NOT OLD.status
 BEGIN
     INSERT INTO events (id, task_id, topic, name, from_status, to_status, attempt, owner, at)
-    VALUES (max(coalesce((SELECT max(id) FROM events), 0),
-                (SELECT pruned_id FROM event_log)) + 1,
-            NEW.id, NEW.topic, NEW.name, OLD.status, NEW.status, NEW.attempts, NEW.assignee,
-            NEW.updated_at);
+    SELECT next.id,
+           NEW.id, NEW.topic, NEW.name, OLD.status, NEW.status, NEW.attempts, NEW.assignee,
+           NEW.updated_at
+    FROM next_event_id AS next;
 END;
 
 -- trigger tasks_unique_released

@@ -180,6 +180,7 @@ def test_an_enqueue_by_a_signal_handler_during_the_hand_off_writes_at_once(
     instead of waiting on the lock or behind its own thread."""
     writer = Writer()
     group = GroupCommit(writer)
+    leader: list[int] = []
     nested: list[list[str]] = []
     hand_off = group._pass_lead
 
@@ -188,21 +189,16 @@ def test_an_enqueue_by_a_signal_handler_during_the_hand_off_writes_at_once(
             nested.append([t.id for t in group.create(tasks("handler"))])
         hand_off()
 
-    leader: list[int] = []
-
     def first() -> list[Task]:
         leader.append(threading.get_ident())
         return group.create(tasks("a"))
 
     group._pass_lead = interrupted_hand_off  # type: ignore[method-assign]
+    futures = [pool.submit(first)]
+    assert writer.started.wait(10)
     if queued:  # the lone writer hands on to a queued caller
-        futures = [pool.submit(first)]
-        assert writer.started.wait(10)
         futures.append(pool.submit(group.create, tasks("b")))
         wait_for(lambda: len(group._queue) == 1, "the second caller to queue")
-    else:
-        futures = [pool.submit(first)]
-        assert writer.started.wait(10)
     writer.release()
     assert [t.id for t in futures[0].result(10)] == ["a"]
     assert nested == [["handler"]]

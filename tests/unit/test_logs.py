@@ -180,7 +180,7 @@ def test_write_line_queues_lines_in_order_with_the_records(
         else:
             assert logs.write_line(log, logging.INFO, "line %d", (number,), dict(FACTS))
     handler.flush()
-    written = [json.loads(line) for line in stream.getvalue().splitlines()]
+    written = json_lines(stream)
     assert [int(line["message"].rsplit(" ", 1)[1]) for line in written] == list(range(300))
     assert {key: written[0][key] for key in FACTS} == FACTS
 

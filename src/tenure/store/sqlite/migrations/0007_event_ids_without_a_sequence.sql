@@ -5,8 +5,8 @@
 -- row in sqlite_sequence in each transaction that wrote an event: one more
 -- page in the write-ahead log of every enqueue (ten instead of nine), about a
 -- tenth of a single enqueue's commit. Ids are now given by the triggers that
--- write events, one above both the newest event and the newest one pruned
--- (event_log.pruned_id): retention, the only thing that deletes events, marks
+-- write events (through the view next_event_id), one above both the newest
+-- event and the newest one pruned (event_log.pruned_id): retention, the only thing that deletes events, marks
 -- what it deletes, so an id is still never given twice, even after every event
 -- was pruned. Reading the two only reads pages the insert touches anyway.
 --
@@ -52,6 +52,12 @@ DROP TABLE events_before_0007;
 CREATE INDEX events_by_time ON events (at);
 CREATE INDEX events_by_task ON events (task_id, id);
 
+-- The one rule for a new event's id, read by every trigger that writes events:
+-- always one row, whatever the tables hold.
+CREATE VIEW next_event_id AS
+SELECT max(coalesce((SELECT max(id) FROM events), 0),
+           coalesce((SELECT pruned_id FROM event_log), 0)) + 1 AS id;
+
 CREATE TRIGGER events_tallied AFTER INSERT ON events
 WHEN NEW.to_status <> 'report'
 BEGIN
@@ -62,34 +68,34 @@ END;
 CREATE TRIGGER tasks_created AFTER INSERT ON tasks
 BEGIN
     INSERT INTO events (id, task_id, topic, name, from_status, to_status, attempt, owner, at)
-    VALUES (max(coalesce((SELECT max(id) FROM events), 0),
-                (SELECT pruned_id FROM event_log)) + 1,
-            NEW.id, NEW.topic, NEW.name, NULL, NEW.status, NEW.attempts, NEW.assignee,
-            NEW.updated_at);
+    SELECT next.id,
+           NEW.id, NEW.topic, NEW.name, NULL, NEW.status, NEW.attempts, NEW.assignee,
+           NEW.updated_at
+    FROM next_event_id AS next;
 END;
 
 CREATE TRIGGER tasks_transitioned AFTER UPDATE OF status ON tasks
 WHEN NEW.status IS NOT OLD.status
 BEGIN
     INSERT INTO events (id, task_id, topic, name, from_status, to_status, attempt, owner, at)
-    VALUES (max(coalesce((SELECT max(id) FROM events), 0),
-                (SELECT pruned_id FROM event_log)) + 1,
-            NEW.id, NEW.topic, NEW.name, OLD.status, NEW.status, NEW.attempts, NEW.assignee,
-            NEW.updated_at);
+    SELECT next.id,
+           NEW.id, NEW.topic, NEW.name, OLD.status, NEW.status, NEW.attempts, NEW.assignee,
+           NEW.updated_at
+    FROM next_event_id AS next;
 END;
 
 CREATE TRIGGER reports_created AFTER INSERT ON reports
 BEGIN
     INSERT INTO events (id, task_id, topic, name, from_status, to_status, attempt, owner, at)
-    VALUES (max(coalesce((SELECT max(id) FROM events), 0),
-                (SELECT pruned_id FROM event_log)) + 1,
-            '', '', NEW.key, NULL, 'report', NEW.total, NEW.owner, NEW.run_at);
+    SELECT next.id,
+           '', '', NEW.key, NULL, 'report', NEW.total, NEW.owner, NEW.run_at
+    FROM next_event_id AS next;
 END;
 
 CREATE TRIGGER reports_updated AFTER UPDATE ON reports
 BEGIN
     INSERT INTO events (id, task_id, topic, name, from_status, to_status, attempt, owner, at)
-    VALUES (max(coalesce((SELECT max(id) FROM events), 0),
-                (SELECT pruned_id FROM event_log)) + 1,
-            '', '', NEW.key, NULL, 'report', NEW.total, NEW.owner, NEW.run_at);
+    SELECT next.id,
+           '', '', NEW.key, NULL, 'report', NEW.total, NEW.owner, NEW.run_at
+    FROM next_event_id AS next;
 END;
