@@ -12,6 +12,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from tenure.frozen import quick_init
+
 JSON = Any
 """A value that JSON can carry: dict, list, str, int, float, bool or None."""
 
@@ -84,6 +86,7 @@ class TaskError:
         return cls(str(value["type"]), str(value["message"]), str(value.get("traceback", "")))
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Task:
     """One stored task, as a store returns it. Immutable: a write returns a new one."""
@@ -157,6 +160,7 @@ class UniqueRule:
     retry_in: float = 5.0
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Lease:
     """What a holder names on every write: the task, who holds it, and the token

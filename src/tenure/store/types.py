@@ -9,6 +9,7 @@ from typing import Any
 
 from tenure import serializer
 from tenure.errors import TenureError
+from tenure.frozen import quick_init
 from tenure.task import JSON, Lease, LockPhase, OnConflict, Status, Task, TaskError, UniqueRule
 
 __all__ = ["Lease", "LockPhase", "OnConflict", "UniqueRule"]  # shared values, named here too
@@ -25,6 +26,7 @@ class UniqueLock:
     created_at: datetime
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class NewTask:
     """A task to create. ``run_at`` (absolute) or ``delay`` (seconds from the
@@ -46,6 +48,7 @@ class NewTask:
     unique: UniqueRule | None = None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class PreparedTask:
     """A :class:`NewTask` that passed validation, with its JSON already encoded."""
@@ -106,6 +109,7 @@ class ReserveParams:
     now: datetime | None = None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Completion:
     """A holder reports success, with the task's result. ``encoded``, when given,

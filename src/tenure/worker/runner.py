@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from tenure import serializer
 from tenure.control import Current, Retry, Snooze, set_current
 from tenure.errors import InvalidInput
+from tenure.frozen import quick_init
 from tenure.hooks import executing
 from tenure.task import Lease, Task, TaskError
 from tenure.worker.loops import Cancellation, ThreadLoop
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from tenure.registry import Registry
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Succeeded:
     result: Any
