@@ -9,6 +9,8 @@ not read back as written.
 from __future__ import annotations
 
 import json
+import json.encoder
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from tenure.errors import InvalidInput
@@ -22,14 +24,40 @@ class JsonText(str):
     size: int
 
 
+def _refuse(value: Any) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+# json's own C encoder and scanner, made once: ``JSONEncoder.encode`` builds a
+# new encoder object on every call and ``JSONDecoder.decode`` matches leading
+# whitespace with a regex first, which together cost about as much as the
+# encoding of a small payload itself. The encoder is the one ``JSONEncoder``
+# would make (compact, non-ASCII kept, NaN refused), without its check for
+# cycles: a value that holds itself is refused as nested too deeply instead.
 _encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-_decode = json.JSONDecoder().decode
+_decoder = json.JSONDecoder()
+_decode = _decoder.decode
+Chunks = Callable[[Any, int], Iterable[str]]
+
+
+def chunks_with(make_encoder: Callable[..., Chunks] | None) -> Chunks:
+    """The encoder: the C one ``make_encoder`` makes, or ``JSONEncoder``'s own
+    where the interpreter has none (``None``)."""
+    if make_encoder is None:
+        return lambda value, _level: _encoder.iterencode(value)
+    return make_encoder(
+        None, _refuse, json.encoder.encode_basestring, None, ":", ",", False, False, False
+    )
+
+
+_chunks = chunks_with(getattr(json.encoder, "c_make_encoder", None))
+_scan: Callable[[str, int], tuple[Any, int]] = _decoder.scan_once  # type: ignore[attr-defined]
 
 
 def dumps(value: Any, field: str, max_bytes: int | None = None) -> JsonText:
     """Encode ``value`` as compact JSON; ``field`` names it in any error."""
     try:
-        text = _encoder.encode(value)
+        text = "".join(_chunks(value, 0))
     except (TypeError, ValueError) as exc:
         raise InvalidInput(field, f"not JSON-serializable: {exc}") from None
     except RecursionError:
@@ -57,4 +85,8 @@ def loads(text: str | bytes | None) -> Any:
         return None
     if isinstance(text, bytes):
         text = text.decode("utf-8")
-    return _decode(text)
+    try:
+        value, end = _scan(text, 0)
+    except (StopIteration, ValueError):  # leading whitespace, or not JSON: the full decoder says
+        return _decode(text)
+    return value if end == len(text) else _decode(text)
