@@ -44,7 +44,7 @@ def copies(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     sizes: list[int] = []
     real = copying.copy_rows
 
-    def counted(conn: Any, tasks: Any, now: Any) -> datetime:
+    def counted(conn: Any, tasks: Any, now: Any) -> list[Task]:
         sizes.append(len(tasks))
         return real(conn, tasks, now)
 

@@ -55,18 +55,22 @@ def copy_insert(
         if task.unique is not None and task.locks_at_enqueue
     ]
 
-    def write() -> datetime:
-        at = copy_rows(conn, tasks, now)
+    def write() -> list[Task]:
+        created = copy_rows(conn, tasks, now)
         statements.run(conn, statements.take_unique_locks(locking))
-        return at
+        return created
 
-    at = statements.guarded(conn, [task.id for task in tasks], True, write)
-    return [rows.created(task, {"created_at": at, "run_at": task.run_at}) for task in tasks]
+    return statements.guarded(conn, [task.id for task in tasks], True, write)
 
 
-def copy_rows(conn: Connection, tasks: Sequence[PreparedTask], now: datetime | None) -> datetime:
+def copy_rows(conn: Connection, tasks: Sequence[PreparedTask], now: datetime | None) -> list[Task]:
     """Write ``tasks`` on ``conn`` with one ``COPY``, inside the transaction the
-    caller holds open; the creation time they were given."""
+    caller holds open; the tasks as created.
+
+    Those are made while the server inserts the rows already sent: the client
+    sends rows far faster than the server inserts them, and leaving the
+    ``copy`` block sends the last ones and then waits for the server to finish
+    them and run the statement triggers."""
     if now is None:
         with conn.cursor(row_factory=tuple_row) as cur:  # whatever the caller's factory
             cur.execute(Q["transaction_now"])
@@ -77,7 +81,7 @@ def copy_rows(conn: Connection, tasks: Sequence[PreparedTask], now: datetime | N
     with conn.cursor() as cur, cur.copy(Q["copy_tasks"]) as copy:
         for task in tasks:
             copy.write_row(_copy_row(task, at))
-    return at
+        return [rows.created(task, {"created_at": at, "run_at": task.run_at}) for task in tasks]
 
 
 def _copy_row(task: PreparedTask, at: datetime) -> tuple[Any, ...]:
