@@ -18,11 +18,19 @@ import time
 
 _VERSION_BITS = 0x7 << 76
 _VARIANT_BITS = 0x2 << 62
+_FIXED_BITS = _VERSION_BITS | _VARIANT_BITS
 _RANDOM_A = ((1 << 12) - 1) << 64  # 12 random bits between version and variant
 _RANDOM_B = (1 << 62) - 1  # 62 random bits after the variant
+_RANDOM_BITS = _RANDOM_A | _RANDOM_B
+_MILLIS = (1 << 48) - 1
+_BUFFERED = 4096
+"""Bytes of the system's randomness read at once: 16 per id (a system call
+per id costs about as much as the rest of making it)."""
 
 _lock = threading.Lock()
 _last = 0
+_random = b""
+_used = 0
 
 
 class NewId(str):
@@ -36,17 +44,30 @@ class NewId(str):
 
 def new_id() -> NewId:
     """A new UUIDv7, greater than any this process made before, as a 36-character string."""
-    global _last  # noqa: PLW0603 - the monotonic state is process-wide by design
+    global _last, _random, _used  # noqa: PLW0603 - the monotonic state is process-wide by design
     millis = time.time_ns() // 1_000_000
-    rand = int.from_bytes(os.urandom(10), "big")
-    value = (millis & ((1 << 48) - 1)) << 80 | _VERSION_BITS | _VARIANT_BITS
-    value |= (rand >> 62 << 64) & _RANDOM_A | rand & _RANDOM_B
     with _lock:
+        if _used == len(_random):
+            _random, _used = os.urandom(_BUFFERED), 0
+        rand = int.from_bytes(_random[_used : _used + 16], "big")
+        _used += 16
+        value = (millis & _MILLIS) << 80 | _FIXED_BITS | rand & _RANDOM_BITS
         if value <= _last:
             value = _next_after(_last)
         _last = value
     digits = f"{value:032x}"  # str(uuid.UUID(int=value)), in a third of its time
     return NewId(f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}")
+
+
+def _forget() -> None:
+    """In a forked child: its own randomness and its own sequence. The parent's
+    unread random bytes, or its last id, would otherwise make the child's next
+    ids the very ones the parent makes next."""
+    global _lock, _last, _random, _used
+    _lock, _last, _random, _used = threading.Lock(), 0, b"", 0
+
+
+os.register_at_fork(after_in_child=_forget)
 
 
 def _next_after(previous: int) -> int:
