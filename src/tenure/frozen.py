@@ -31,7 +31,11 @@ def quick_init(cls: C) -> C:
     params = getattr(cls, "__dataclass_params__", None)
     if params is None or not params.frozen:
         raise TypeError(f"{cls.__name__} is not a frozen dataclass")
-    namespace: dict[str, Any] = {"_set": object.__setattr__, "_FACTORY": _Factory}
+    namespace: dict[str, Any] = {
+        "__name__": cls.__module__,  # the new __init__'s module, as the one it replaces
+        "_set": object.__setattr__,
+        "_FACTORY": _Factory,
+    }
     arguments, body = [], []
     fields = dataclasses.fields(cls)
     for field in fields:

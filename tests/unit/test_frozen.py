@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import pickle
 from dataclasses import FrozenInstanceError, InitVar, dataclass, field
 from datetime import UTC, datetime
 
@@ -45,6 +46,7 @@ def _field_copy(original: dataclasses.Field[object]) -> object:
 @pytest.mark.parametrize("cls", QUICK, ids=lambda cls: cls.__name__)
 def test_the_signature_is_the_one_dataclasses_writes(cls: type) -> None:
     assert cls.__init__.__code__.co_filename == "<string>"  # replaced, not the original
+    assert cls.__init__.__module__ == cls.__module__
     ours = inspect.signature(cls.__init__).parameters
     theirs = _written_by_dataclasses(cls).parameters
     assert list(ours) == list(theirs)
@@ -64,6 +66,7 @@ def test_a_task_is_the_same_given_by_position_or_by_name() -> None:
     assert by_name == by_position
     assert dataclasses.asdict(by_name) == values
     assert hash(by_name) == hash(by_position)
+    assert pickle.loads(pickle.dumps(by_name)) == by_name  # as a process pool sends it
     assert dataclasses.replace(by_name, topic="other").topic == "other"
 
 
