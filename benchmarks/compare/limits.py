@@ -16,6 +16,12 @@ sends for one task (its insert, with the triggers that write its event and
 tallies), replayed by the same clients on a fresh tenure store. Between the two
 limits lies what tenure's schema costs the store; between the second and the
 enqueue, what tenure's client costs the caller.
+
+A third is the store's for a bulk enqueue: one transaction writing a batch of
+no-op tasks with the statements tenure's bulk write sends (PostgreSQL: the
+transaction's clock read, then ``COPY``; SQLite: ``insert_task`` for each
+row), their rows made before the clock starts, so that the client does
+nothing but send them.
 """
 
 from __future__ import annotations
@@ -26,7 +32,9 @@ import tempfile
 import time
 from collections.abc import Callable
 from contextlib import closing
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import psycopg
 
@@ -37,7 +45,9 @@ from benchmarks.suite.sqlite_target import SQLiteTarget
 from tenure.ids import new_id
 from tenure.serializer import loads
 from tenure.store import DEFAULT_MAX_PAYLOAD_BYTES, NewTask, validate
+from tenure.store.postgres import copying
 from tenure.store.postgres import rows as postgres_rows
+from tenure.store.postgres.driver import configure, connection_kwargs
 from tenure.store.postgres.schema import Q as POSTGRES_Q
 from tenure.store.sqlite import rows as sqlite_rows
 from tenure.store.sqlite.schema import Q as SQLITE_Q
@@ -95,6 +105,70 @@ def noop_task(topic: str, name: str) -> PreparedTask:
     """A no-op task of the comparison's, as the stores receive it from ``enqueue()``."""
     task = NewTask(topic=topic, name=name, data=loads(DATA))
     return validate.prepare(task, DEFAULT_MAX_PAYLOAD_BYTES)
+
+
+def postgres_task_copy(url: str, seconds: float, topic: str, name: str, count: int) -> list[float]:
+    """Seconds each transaction of one client took, writing ``count`` no-op
+    tasks ``name`` of ``topic`` into the tenure store at ``url`` as its bulk
+    enqueue does (``copying.copy_rows``' statements), for ``seconds``."""
+    task = noop_task(topic, name)
+    with psycopg.connect(url, **connection_kwargs(url, "limit")) as conn:
+        configure(conn)
+        return _batches(seconds, lambda: _copied(conn, task, count))
+
+
+def _copied(conn: psycopg.Connection[Any], task: PreparedTask, count: int) -> Callable[[], object]:
+    """The write of ``count`` copies of ``task`` (new ids), its rows made now."""
+    at = datetime.now(UTC)
+    made = [copying.copy_row(dataclasses.replace(task, id=new_id()), at) for _ in range(count)]
+
+    def write() -> None:
+        with conn.transaction(), conn.cursor() as cur:
+            cur.execute(POSTGRES_Q["transaction_now"])
+            with cur.copy(POSTGRES_Q["copy_tasks"]) as copy:
+                for row in made:
+                    copy.write_row(row)
+
+    return write
+
+
+def sqlite_task_batch(path: Path, seconds: float, topic: str, name: str, count: int) -> list[float]:
+    """Seconds each transaction of a ``sqlite3`` loop took, writing ``count``
+    no-op tasks into the tenure store at ``path`` as its bulk enqueue does
+    (``insert_task`` for each, one ``BEGIN IMMEDIATE`` … ``COMMIT``)."""
+    task = noop_task(topic, name)
+
+    def batch() -> Callable[[], object]:
+        now = time.time()
+        made = [
+            sqlite_rows.insert_params(dataclasses.replace(task, id=new_id()), now)
+            for _ in range(count)
+        ]
+
+        def write() -> None:
+            conn.execute(SQLITE_Q["begin_write"])
+            conn.executemany(SQLITE_Q["insert_task"], made)
+            conn.commit()
+
+        return write
+
+    with closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        for setup in ("use_wal", "synchronous_full"):
+            conn.execute(SQLITE_Q[setup])
+        return _batches(seconds, batch)
+
+
+def _batches(seconds: float, batch: Callable[[], Callable[[], object]]) -> list[float]:
+    """Seconds each write took, one after the other for ``seconds``: each made
+    by ``batch`` before its clock starts."""
+    took: list[float] = []
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        write = batch()
+        began = time.perf_counter()
+        write()
+        took.append(time.perf_counter() - began)
+    return took
 
 
 def _pgbench() -> Path:

@@ -103,7 +103,8 @@ def ratios_json(
 def limits_json(results: Mapping[str, Sequence[Metric]]) -> list[dict[str, Any]]:
     """Per system with a measured store limit: its enqueue p50 over the store's
     one-row INSERT p50, its enqueue rate as a share of the store's rate, and the
-    same against tenure's own task insert replayed, where that was measured."""
+    same against tenure's own task insert replayed, where that was measured;
+    its bulk enqueue's rate as a share of tenure's own bulk insert's."""
     out = []
     for name, metrics in results.items():
         by_key = {m.key: m for m in metrics}
@@ -117,6 +118,10 @@ def limits_json(results: Mapping[str, Sequence[Metric]]) -> list[dict[str, Any]]
                 row[f"{label}_p50_ms"] = limit_p50.median
                 row[f"p50_over_{label}"] = p50.median / limit_p50.median
                 row[f"rate_share_of_{label}"] = rate.median / limit_rate.median
+        bulk, bulk_limit = by_key.get("enqueue.bulk"), by_key.get("limit.task_bulk")
+        if bulk is not None and bulk_limit is not None:
+            row["task_bulk_rate"] = bulk_limit.median
+            row["bulk_share_of_task_bulk"] = bulk.median / bulk_limit.median
         out.append(row)
     return out
 
@@ -135,6 +140,12 @@ def limit_lines(results: Mapping[str, Sequence[Metric]]) -> list[str]:
                 f"{row['system']}: enqueue p50 = {row['p50_over_task_insert']:.2f}x the store's"
                 f" p50 for tenure's own 1-task insert, replayed ({row['task_insert_p50_ms']:.3f}"
                 f" ms); {row['rate_share_of_task_insert']:.0%} of its rate"
+            )
+        if "task_bulk_rate" in row:
+            lines.append(
+                f"{row['system']}: bulk enqueue = {row['bulk_share_of_task_bulk']:.0%} of the"
+                f" store's rate for tenure's own bulk insert, its rows made beforehand"
+                f" ({row['task_bulk_rate']:,.0f} tasks/s)"
             )
     return lines
 

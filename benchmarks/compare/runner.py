@@ -8,7 +8,9 @@ cores). For each, with a fresh store per repetition:
 
 - store limits (tenure's store only): one-row INSERT transactions by a client
   that does nothing else, for ``limit_seconds`` (``limits``), then the same
-  client replaying tenure's own statement for one task: txn/s and p50;
+  client replaying tenure's own statement for one task: txn/s and p50; then
+  tenure's own bulk write of ``enqueue_bulk`` tasks per transaction, its rows
+  made beforehand: tasks/s and each transaction's p50;
 - enqueue: ``enqueue_single`` tasks from this process, one call each (tasks/s,
   and each call's latency, p50 and p99); then one bulk call of ``enqueue_bulk``
   tasks (Huey has none: one call each, flagged);
@@ -71,6 +73,7 @@ DRAIN_CONCURRENCY = (None, 10)
 """Each worker's concurrency in the drains: its default, then 10 tasks at once."""
 LIMIT_LABEL = "store limit: 1-row INSERT per txn"
 TASK_LIMIT_LABEL = "store limit: tenure's own 1-task insert per txn"
+BULK_LIMIT_LABEL = "store limit: tenure's own bulk insert"
 SETTLE = 0.5
 """Seconds an idle worker is left alone after its warm-up task, before the
 measured tasks come (it is waiting for a notification or its next poll)."""
@@ -146,29 +149,49 @@ def measure(system: System, plan: Plan, folder: Path) -> list[Metric]:
 
 def store_limit(system: System, plan: Plan) -> list[Metric]:
     """The store's own limits (tenure's stores only): one-row INSERT
-    transactions, then tenure's own statement for one task, replayed."""
+    transactions, tenure's own statement for one task, replayed, and tenure's
+    bulk write of as many tasks as the bulk enqueue's, its rows made beforehand."""
+    count = plan.sizes.enqueue_bulk
     return [
         *_limit(plan, "limit.insert", LIMIT_LABEL, system.store_limit),
         *_limit(plan, "limit.task_insert", TASK_LIMIT_LABEL, system.store_task_limit),
+        *_limit(
+            plan,
+            "limit.task_bulk",
+            f"{BULK_LIMIT_LABEL} of {count:,} per txn",
+            lambda seconds: system.store_bulk_limit(seconds, count),
+            per_transaction=count,
+        ),
     ]
 
 
 def _limit(
-    plan: Plan, key: str, label: str, probe: Callable[[float], list[float] | None]
+    plan: Plan,
+    key: str,
+    label: str,
+    probe: Callable[[float], list[float] | None],
+    per_transaction: int = 1,
 ) -> list[Metric]:
-    """Transactions per second and p50 of ``probe`` (none where it measures nothing)."""
+    """Rows per second (transactions, or tasks where each transaction writes
+    ``per_transaction``) and each transaction's p50, of ``probe`` (none where
+    it measures nothing)."""
     rates: list[float] = []
     p50s: list[float] = []
+    unit = "txn/s" if per_transaction == 1 else "tasks/s"
     for run in range(1, plan.repeat + 1):
         took = probe(plan.sizes.limit_seconds)
         if took is None:
             return []
-        rates.append(len(took) / sum(took))
+        rates.append(len(took) * per_transaction / sum(took))
         p50s.append(percentiles(took, (50,))[50] * 1000)
-        plan.say(f"{label}, run {run}: {rates[-1]:,.0f}/s, p50 {p50s[-1]:.3f} ms")
-    params = {"seconds": plan.sizes.limit_seconds, "client": "pgbench or sqlite3, 1 connection"}
+        plan.say(f"{label}, run {run}: {rates[-1]:,.0f} {unit}, p50 {p50s[-1]:.3f} ms")
+    params = {
+        "seconds": plan.sizes.limit_seconds,
+        "client": "pgbench or sqlite3, 1 connection",
+        "per_transaction": per_transaction,
+    }
     return [
-        Metric(key, label, "txn/s", True, rates, params),
+        Metric(key, label, unit, True, rates, params),
         Metric(f"{key}.p50", f"{label}, p50", "ms", False, p50s, params),
     ]
 

@@ -131,6 +131,13 @@ class System(ABC):
         Measured on tenure's; ``None`` elsewhere."""
         return None
 
+    def store_bulk_limit(self, seconds: float, count: int) -> list[float] | None:
+        """The store's own limit on the statements tenure's bulk enqueue sends
+        for ``count`` tasks, their rows made beforehand, on a fresh store of the
+        system's for ``seconds``: the seconds each transaction took
+        (``benchmarks.compare.limits``). Measured on tenure's; ``None`` elsewhere."""
+        return None
+
     def worker_env(self) -> dict[str, str]:
         """Environment the worker processes need besides the marks file."""
         return {}

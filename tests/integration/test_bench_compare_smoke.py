@@ -27,7 +27,14 @@ EXPECTED = SHARED | {
     "drain.workers_1_c10",
     "drain.workers_2_c10",
 }
-LIMITS = {"limit.insert", "limit.insert.p50", "limit.task_insert", "limit.task_insert.p50"}
+LIMITS = {
+    "limit.insert",
+    "limit.insert.p50",
+    "limit.task_insert",
+    "limit.task_insert.p50",
+    "limit.task_bulk",
+    "limit.task_bulk.p50",
+}
 
 
 @pytest.fixture(scope="module")
@@ -71,5 +78,7 @@ def test_quick_comparison_on_sqlite(compare_venv: Path, tmp_path: Path) -> None:
     assert limit["system"] == "tenure-sqlite"
     assert limit["p50_over_insert"] > 0 and limit["rate_share_of_insert"] > 0
     assert limit["p50_over_task_insert"] > 0 and limit["rate_share_of_task_insert"] > 0
+    assert limit["task_bulk_rate"] > 0 and limit["bulk_share_of_task_bulk"] > 0
     assert "the store's own one-row INSERT p50" in done.stdout
     assert "tenure's own 1-task insert, replayed" in done.stdout
+    assert "store's rate for tenure's own bulk insert" in done.stdout

@@ -80,11 +80,11 @@ def copy_rows(conn: Connection, tasks: Sequence[PreparedTask], now: datetime | N
     at = rows.moment({"now": now}, "now")
     with conn.cursor() as cur, cur.copy(Q["copy_tasks"]) as copy:
         for task in tasks:
-            copy.write_row(_copy_row(task, at))
+            copy.write_row(copy_row(task, at))
         return [rows.created(task, {"created_at": at, "run_at": task.run_at}) for task in tasks]
 
 
-def _copy_row(task: PreparedTask, at: datetime) -> tuple[Any, ...]:
+def copy_row(task: PreparedTask, at: datetime) -> tuple[Any, ...]:
     """A task's row, in the column order of ``copy_tasks``."""
     rule = task.unique
     return (
