@@ -131,10 +131,10 @@ class System(ABC):
         Measured on tenure's; ``None`` elsewhere."""
         return None
 
-    def store_bulk_limit(self, seconds: float, count: int) -> list[float] | None:
+    def store_bulk_limit(self, count: int) -> list[float] | None:
         """The store's own limit on the statements tenure's bulk enqueue sends
         for ``count`` tasks, their rows made beforehand, on a fresh store of the
-        system's for ``seconds``: the seconds each transaction took
+        system's: the seconds its one transaction took, in a list
         (``benchmarks.compare.limits``). Measured on tenure's; ``None`` elsewhere."""
         return None
 

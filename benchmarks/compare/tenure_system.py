@@ -120,12 +120,12 @@ class Tenure(System):
         assert self.places.current is not None  # fresh() made the file
         return limits.sqlite_task_insert(self.places.current, seconds, TOPIC, NOOP)
 
-    def store_bulk_limit(self, seconds: float, count: int) -> list[float]:
+    def store_bulk_limit(self, count: int) -> list[float]:
         self.fresh()
         if isinstance(self.places, PostgresDatabases):
-            return limits.postgres_task_copy(self.url, seconds, TOPIC, NOOP, count)
+            return [limits.postgres_task_copy(self.url, TOPIC, NOOP, count)]
         assert self.places.current is not None  # fresh() made the file
-        return limits.sqlite_task_batch(self.places.current, seconds, TOPIC, NOOP, count)
+        return [limits.sqlite_task_batch(self.places.current, TOPIC, NOOP, count)]
 
     def progress(self) -> Progress:
         """Read as a user watches a queue (the dashboard, ``tenure stats``): from
