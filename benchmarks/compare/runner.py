@@ -188,11 +188,12 @@ def _limit(
         rates.append(len(took) * per_transaction / sum(took))
         p50s.append(statistics.median(took) * 1000)  # a bulk probe times one transaction
         plan.say(f"{label}, run {run}: {rates[-1]:,.0f} {unit}, p50 {p50s[-1]:.3f} ms")
-    params = {
-        "seconds": plan.sizes.limit_seconds,
-        "client": "pgbench or sqlite3, 1 connection",
-        "per_transaction": per_transaction,
-    }
+    params: dict[str, Any] = (
+        {"seconds": plan.sizes.limit_seconds, "client": "pgbench or sqlite3, 1 connection"}
+        if per_transaction == 1
+        else {"transactions": 1, "client": "psycopg (COPY) or sqlite3, 1 connection"}
+    )
+    params["per_transaction"] = per_transaction
     return [
         Metric(key, label, unit, True, rates, params),
         Metric(f"{key}.p50", f"{label}, p50", "ms", False, p50s, params),
