@@ -154,15 +154,24 @@ def store_limit(system: System, plan: Plan) -> list[Metric]:
     transactions, tenure's own statement for one task, replayed, and tenure's
     bulk write of as many tasks as the bulk enqueue's, its rows made beforehand,
     once per run on a new store (as the bulk enqueue is measured)."""
-    count = plan.sizes.enqueue_bulk
+    seconds, count = plan.sizes.limit_seconds, plan.sizes.enqueue_bulk
+    timed = {"seconds": seconds, "client": "pgbench or sqlite3, 1 connection"}
+    bulk = {"tasks": count, "client": "psycopg (COPY) or sqlite3, 1 transaction"}
     return [
-        *_limit(plan, "limit.insert", LIMIT_LABEL, system.store_limit),
-        *_limit(plan, "limit.task_insert", TASK_LIMIT_LABEL, system.store_task_limit),
+        *_limit(plan, "limit.insert", LIMIT_LABEL, lambda: system.store_limit(seconds), timed),
+        *_limit(
+            plan,
+            "limit.task_insert",
+            TASK_LIMIT_LABEL,
+            lambda: system.store_task_limit(seconds),
+            timed,
+        ),
         *_limit(
             plan,
             "limit.task_bulk",
             f"{BULK_LIMIT_LABEL} of {count:,} per txn",
-            lambda _seconds: system.store_bulk_limit(count),
+            lambda: system.store_bulk_limit(count),
+            bulk,
             per_transaction=count,
         ),
     ]
@@ -172,28 +181,24 @@ def _limit(
     plan: Plan,
     key: str,
     label: str,
-    probe: Callable[[float], list[float] | None],
+    probe: Callable[[], list[float] | None],
+    params: dict[str, Any],
+    *,
     per_transaction: int = 1,
 ) -> list[Metric]:
     """Rows per second (transactions, or tasks where each transaction writes
-    ``per_transaction``) and each transaction's p50, of ``probe`` (none where
-    it measures nothing)."""
+    ``per_transaction``) and each transaction's p50, of ``probe``: the seconds
+    of each transaction it timed (none where it measures nothing)."""
     rates: list[float] = []
     p50s: list[float] = []
     unit = "txn/s" if per_transaction == 1 else "tasks/s"
     for run in range(1, plan.repeat + 1):
-        took = probe(plan.sizes.limit_seconds)
+        took = probe()
         if took is None:
             return []
         rates.append(len(took) * per_transaction / sum(took))
         p50s.append(statistics.median(took) * 1000)  # a bulk probe times one transaction
         plan.say(f"{label}, run {run}: {rates[-1]:,.0f} {unit}, p50 {p50s[-1]:.3f} ms")
-    params: dict[str, Any] = (
-        {"seconds": plan.sizes.limit_seconds, "client": "pgbench or sqlite3, 1 connection"}
-        if per_transaction == 1
-        else {"transactions": 1, "client": "psycopg (COPY) or sqlite3, 1 connection"}
-    )
-    params["per_transaction"] = per_transaction
     return [
         Metric(key, label, unit, True, rates, params),
         Metric(f"{key}.p50", f"{label}, p50", "ms", False, p50s, params),

@@ -36,11 +36,14 @@ def quick_init(cls: C) -> C:
         "_set": object.__setattr__,
         "_FACTORY": _Factory,
     }
-    arguments, body = [], []
     fields = dataclasses.fields(cls)
+    original = vars(cls)["__init__"]
+    taken = [(p.name, p.kind) for p in inspect.signature(original).parameters.values()][1:]
+    if taken != [(f.name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for f in fields]:
+        # A field left out of __init__, keyword-only, or an InitVar beside them.
+        raise TypeError(f"{cls.__name__}: its __init__ takes other parameters than its fields")
+    arguments, body = [], []
     for field in fields:
-        if not field.init or field.kw_only:
-            raise TypeError(f"{cls.__name__}.{field.name}: only plain init fields are supported")
         name = field.name
         if field.default is not dataclasses.MISSING:
             namespace[f"_default_{name}"] = field.default
@@ -52,9 +55,6 @@ def quick_init(cls: C) -> C:
         else:
             arguments.append(name)
         body.append(f"    _set(self, {name!r}, {name})")
-    original = vars(cls)["__init__"]
-    if list(inspect.signature(original).parameters)[1:] != [f.name for f in fields]:
-        raise TypeError(f"{cls.__name__}: its __init__ takes other parameters than its fields")
     if hasattr(cls, "__post_init__"):
         body.append("    self.__post_init__()")
     source = f"def __init__(self, {', '.join(arguments)}):\n" + "\n".join(body) + "\n"
