@@ -120,16 +120,17 @@ def postgres_task_copy(url: str, topic: str, name: str, count: int) -> float:
 
 
 def _copied(conn: psycopg.Connection[Any], task: PreparedTask, count: int) -> Callable[[], object]:
-    """The write of ``count`` copies of ``task`` (new ids), its rows made now."""
+    """The write of ``count`` copies of ``task`` (new ids), its rows formatted now."""
     at = datetime.now(UTC)
-    made = [copying.copy_row(dataclasses.replace(task, id=new_id()), at) for _ in range(count)]
+    tasks = [dataclasses.replace(task, id=new_id()) for _ in range(count)]
+    made = list(copying.copy_text(tasks, at))
 
     def write() -> None:
         with conn.transaction(), conn.cursor() as cur:
             cur.execute(POSTGRES_Q["transaction_now"])
             with cur.copy(POSTGRES_Q["copy_tasks"]) as copy:
-                for row in made:
-                    copy.write_row(row)
+                for chunk in made:
+                    copy.write(chunk)
 
     return write
 

@@ -7,14 +7,16 @@ fields) cost several times what the same class unfrozen costs to construct, and
 tenure makes one for every task an enqueue returns and every task a worker
 reserves, thousands a second. :func:`quick_init` gives such a class an
 ``__init__`` with the very same parameters, defaults and ``__post_init__``
-call, which binds the setter once. Instances are the same in every way: still
-frozen, equal, hashed and copied as before.
+call, which sets each field through its slot's own setter, bound once (a
+class without slots: through ``object.__setattr__``, bound once). Instances
+are the same in every way: still frozen, equal, hashed and copied as before.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import inspect
+import types
 from typing import Any, TypeVar
 
 C = TypeVar("C", bound=type)
@@ -54,7 +56,12 @@ def quick_init(cls: C) -> C:
             body.append(f"    if {name} is _FACTORY:\n        {name} = _factory_{name}()")
         else:
             arguments.append(name)
-        body.append(f"    _set(self, {name!r}, {name})")
+        slot = vars(cls).get(name)
+        if isinstance(slot, types.MemberDescriptorType):  # 60 ns a field instead of 100
+            namespace[f"_set_{name}"] = slot.__set__
+            body.append(f"    _set_{name}(self, {name})")
+        else:
+            body.append(f"    _set(self, {name!r}, {name})")
     if hasattr(cls, "__post_init__"):
         body.append("    self.__post_init__()")
     source = f"def __init__(self, {', '.join(arguments)}):\n" + "\n".join(body) + "\n"

@@ -26,7 +26,11 @@ from tests.conftest import _empty_postgres
 from tests.integration.waiting import Waiting
 
 COUNT = copying.COPY_MIN_TASKS + 20
-ODD_TEXT = "é ü 中文 🎉 \u202ertl a\u0301 tab\there new\nline cr\rret back\\slash \"q\" 's' {,} \\N"
+ODD_TEXT = (
+    "é ü 中文 🎉 \u202ertl a\u0301 tab\there new\nline cr\rret back\\slash \"q\" 's' {,} \\N"
+    " \\. \b\f\v\x01\x7f\u2028 end"
+)
+CONTROL_TEXT = "no backslash: tab\there new\nline cr\rret \b\f\v\x01 end"
 WAKE_BOUND = 10.0
 
 
@@ -63,14 +67,14 @@ def odd_batch(prefix: str, count: int = COUNT) -> list[NewTask]:
             NewTask(
                 topic=f"topic-{i % 3}",
                 name=f"{prefix}.name {ODD_TEXT}" if kind == 0 else f"{prefix}.n",
-                id=f"{prefix}-{i:04d}",
+                id=f"{prefix}-{i:04d}" + {3: " tab\tid", 4: " \\N\tid\\\n"}.get(kind, ""),
                 data={
                     "args": [ODD_TEXT, i, 1.5, None, True, [], {}],
                     "kwargs": {"big": "x" * 300_000} if kind == 1 else {"k\\ey\t": ODD_TEXT},
                 },
                 sub_topic="sub \\ ✓" if kind == 2 else "default",
                 group_id=None if kind else f"g {ODD_TEXT}",
-                description=None if kind else ODD_TEXT,
+                description={0: ODD_TEXT, 2: CONTROL_TEXT}.get(kind),
                 priority=-(2**31) if kind == 3 else i,
                 max_attempts=1 + kind,
                 tags=frozenset({"a,b", 'q"uote', "{brace}", "back\\slash", "sp ace", "NULL"})

@@ -57,6 +57,15 @@ def test_the_signature_is_the_one_dataclasses_writes(cls: type) -> None:
             assert ours[name].default is parameter.default
 
 
+@pytest.mark.parametrize("cls", QUICK, ids=lambda cls: cls.__name__)
+def test_each_field_lands_in_its_own_slot(cls: type) -> None:
+    names = [f.name for f in dataclasses.fields(cls)]
+    given = [object() for _ in names]
+    made = cls(*given)
+    assert [getattr(made, name) for name in names] == given
+    assert all(getattr(made, name) is value for name, value in zip(names, given, strict=True))
+
+
 def test_a_task_is_the_same_given_by_position_or_by_name() -> None:
     at = datetime(2026, 1, 2, tzinfo=UTC)
     values = {f.name: f"v-{f.name}" for f in dataclasses.fields(Task)}

@@ -13,6 +13,7 @@ they are plain lists, dumped the generic way.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import psycopg
@@ -36,6 +37,11 @@ def _quoted(value: str | None) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def text_literal(values: Sequence[str | None]) -> str:
+    """The ``text[]`` literal of ``values`` (each quoted; ``None`` is NULL)."""
+    return "{" + ",".join([_quoted(value) for value in values]) + "}"
+
+
 class _Literal(Dumper):
     """Dumps an array as its literal, in the connection's encoding."""
 
@@ -49,7 +55,7 @@ class _TextArrayDumper(_Literal):
     oid = _TEXT_ARRAY
 
     def dump(self, obj: TextArray) -> bytes:
-        return ("{" + ",".join([_quoted(value) for value in obj]) + "}").encode(self._encoding)
+        return text_literal(obj).encode(self._encoding)
 
 
 class _IntArrayDumper(_Literal):
