@@ -145,8 +145,7 @@ def sqlite_task_batch(path: Path, topic: str, name: str, count: int) -> float:
     def batch(size: int) -> Callable[[], object]:
         now = time.time()
         made = [
-            sqlite_rows.insert_params(dataclasses.replace(task, id=new_id()), now)
-            for _ in range(size)
+            sqlite_rows.insert_row(dataclasses.replace(task, id=new_id()), now) for _ in range(size)
         ]
 
         def write() -> None:
@@ -215,7 +214,7 @@ def sqlite_task_insert(path: Path, seconds: float, topic: str, name: str) -> lis
     task = noop_task(topic, name)
 
     def insert() -> None:
-        params = sqlite_rows.insert_params(dataclasses.replace(task, id=new_id()), time.time())
+        params = sqlite_rows.insert_row(dataclasses.replace(task, id=new_id()), time.time())
         conn.execute(SQLITE_Q["begin_write"])
         conn.execute(SQLITE_Q["insert_task"], params)
 

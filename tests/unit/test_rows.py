@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from tenure import Status, TaskError, open_store
-from tenure.store import NewTask
+from tenure.store import NewTask, validate
 from tenure.store.postgres import rows as postgres_rows
 from tenure.store.sqlite import rows as sqlite_rows
+from tenure.store.sqlite.schema import Q
 
 
 def test_sqlite_rows_are_read_by_name_whatever_the_query_s_columns(tmp_path: Path) -> None:
@@ -61,3 +62,26 @@ def test_postgres_rows_convert_what_psycopg_does_not() -> None:
     assert postgres_rows.task({**row, "tags": ["b", "a"]}).tags == frozenset({"a", "b"})
     with pytest.raises(ValueError, match="sleeping"):
         postgres_rows.task({**row, "status": "sleeping"})
+
+
+def test_the_sqlite_insert_binds_each_value_to_its_own_column() -> None:
+    """insert_task takes its values by position: placeholder ?n of each column
+    is the n-th of INSERT_COLUMNS, under the column's own name (``now`` for the
+    creation and update times)."""
+    statement = " ".join(Q["insert_task"].split())
+    columns_part, values_part = statement.split(") VALUES (")
+    columns = [c.strip() for c in columns_part.split("(", 1)[1].split(",")]
+    values = [v.strip() for v in values_part.rstrip("); ").split(",")]
+    assert len(columns) == len(values)
+    bound = {
+        column: sqlite_rows.INSERT_COLUMNS[int(value[1:]) - 1]
+        for column, value in zip(columns, values, strict=True)
+        if value.startswith("?")
+    }
+    times = {"created_at": "now", "updated_at": "now"}
+    assert bound == {column: times.get(column, column) for column in bound}
+    assert sorted(set(bound.values())) == sorted(sqlite_rows.INSERT_COLUMNS)
+    task = NewTask(topic="t", name="n", data={"args": [], "kwargs": {}})
+    row = sqlite_rows.insert_row(validate.prepare(task, 1 << 20), 5.0)
+    assert len(row) == len(sqlite_rows.INSERT_COLUMNS)
+    assert row[sqlite_rows.RUN_AT] is None and row[sqlite_rows.INSERT_COLUMNS.index("now")] == 5.0

@@ -173,7 +173,7 @@ class SQLiteStore(Watching, Store):
         self, tasks: list[PreparedTask], now: datetime | None, connection: Any
     ) -> list[Task]:
         at = epoch_or_now(now)
-        inserted = [rows.insert_params(task, at) for task in tasks]
+        inserted = [rows.insert_row(task, at) for task in tasks]
         try:
             with self._within(connection) as conn:
                 conn.executemany(Q["insert_task"], inserted)
@@ -184,7 +184,7 @@ class SQLiteStore(Watching, Store):
             raise
         created_at = from_epoch(at)
         return [
-            task.created(created_at, rows.moment(row["run_at"]))
+            task.created(created_at, rows.moment(row[rows.RUN_AT]))
             for task, row in zip(tasks, inserted, strict=True)
         ]
 

@@ -22,6 +22,7 @@ from tenure.clock import from_epoch, to_epoch
 from tenure.store.cursor import event_cursor
 from tenure.store.types import (
     REPORT_KIND,
+    UNIQUE_COLUMNS,
     Event,
     Failure,
     LeaderLease,
@@ -92,29 +93,55 @@ def moment(seconds: float | None) -> datetime | None:
     return None if seconds is None else datetime.fromtimestamp(seconds, UTC)
 
 
-def insert_params(task: PreparedTask, now: float) -> dict[str, Any]:
-    run_at = task.run_at.timestamp() if task.run_at is not None else None
-    if run_at is None and task.delay > 0:
-        run_at = now + task.delay
-    return {
-        "id": task.id,
-        "topic": task.topic,
-        "sub_topic": task.sub_topic,
-        "name": task.name,
-        "data": task.data_json,
-        "group_id": task.group_id,
-        "description": task.description,
-        "priority": task.priority,
-        "max_attempts": task.max_attempts,
-        "tags": _tags_json(task.tags),
-        "timeout": task.timeout,
-        "run_at": run_at,
-        "now": now,
-        **(_NO_UNIQUE if task.unique is None else unique_columns(task.unique)),
-    }
+INSERT_COLUMNS = (
+    "id",
+    "topic",
+    "sub_topic",
+    "name",
+    "data",
+    "group_id",
+    "description",
+    "priority",
+    "max_attempts",
+    "tags",
+    "timeout",
+    "run_at",
+    "now",
+    *UNIQUE_COLUMNS,
+)
+"""The values of ``insert_task``, in the order of its placeholders ?1 … ?18."""
+RUN_AT = INSERT_COLUMNS.index("run_at")
 
 
-_NO_UNIQUE = unique_columns(None)
+def insert_row(task: PreparedTask, now: float) -> tuple[Any, ...]:
+    """``insert_task``'s values for ``task`` created ``now``."""
+    return (
+        task.id,
+        task.topic,
+        task.sub_topic,
+        task.name,
+        task.data_json,
+        task.group_id,
+        task.description,
+        task.priority,
+        task.max_attempts,
+        _tags_json(task.tags),
+        task.timeout,
+        run_at_of(task, now),
+        now,
+        *(_NO_UNIQUE if task.unique is None else unique_columns(task.unique).values()),
+    )
+
+
+def run_at_of(task: PreparedTask, now: float) -> float | None:
+    """When ``task``, created ``now``, may run: its run_at, else ``now`` plus
+    its delay (``None``: at once)."""
+    if task.run_at is not None:
+        return task.run_at.timestamp()
+    return now + task.delay if task.delay > 0 else None
+
+
+_NO_UNIQUE = tuple(unique_columns(None).values())
 
 
 @functools.lru_cache(maxsize=256)

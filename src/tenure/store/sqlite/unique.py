@@ -14,6 +14,7 @@ import sqlite3
 from typing import Any
 
 from tenure.store.refusals import unique_conflict, unique_start_error
+from tenure.store.sqlite.rows import RUN_AT
 from tenure.store.sqlite.schema import Q
 from tenure.store.types import PreparedTask
 from tenure.task import LockPhase
@@ -22,7 +23,7 @@ from tenure.task import LockPhase
 def lock_at_enqueue(
     conn: sqlite3.Connection,
     tasks: list[PreparedTask],
-    inserted: list[dict[str, Any]],
+    inserted: list[tuple[Any, ...]],
     at: float,
 ) -> None:
     """Take the lock of every task whose phase starts at enqueue, in the
@@ -32,7 +33,7 @@ def lock_at_enqueue(
     for index, (task, row) in enumerate(zip(tasks, inserted, strict=True)):
         if task.unique is None or not task.locks_at_enqueue:
             continue
-        scheduled = at if row["run_at"] is None else row["run_at"]
+        scheduled = at if row[RUN_AT] is None else row[RUN_AT]
         rule = task.unique
         lock = (rule.key, rule.lock.value)
         if not _take(conn, task.id, lock, scheduled + rule.ttl, at):
