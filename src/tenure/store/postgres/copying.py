@@ -164,8 +164,10 @@ def _field(value: object) -> str:
         return _text(value)
     if isinstance(value, datetime):
         return value.isoformat()
-    if isinstance(value, int | float):
-        return repr(value)
+    if isinstance(value, int):  # the number, also of an int subclass (an IntEnum)
+        return int.__repr__(value)
+    if isinstance(value, float):
+        return float.__repr__(value)
     if isinstance(value, tuple):
         return _text(text_literal(value))
     raise TypeError(f"no COPY field for {type(value).__name__}")  # pragma: no cover

@@ -1,0 +1,87 @@
+"""COPY's text rows for a bulk enqueue: one line per task, twenty fields, each
+read back by COPY's rules as the value it was (the round trip through the
+server is in tests/integration/test_postgres_copy.py)."""
+
+from __future__ import annotations
+
+import enum
+import re
+from datetime import UTC, datetime, timedelta
+
+from tenure.store import NewTask, validate
+from tenure.store.postgres import copying
+from tenure.store.postgres.arrays import text_literal
+from tenure.store.types import PreparedTask
+from tenure.task import LockPhase, OnConflict, UniqueRule
+
+AT = datetime(2031, 5, 6, 7, 8, 9, 123456, tzinfo=UTC)
+ODD = 'tab\there new\nline cr\rret back\\slash "q" \\N \b\f\v end'
+_UNESCAPES = {"\\": "\\", "n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f", "v": "\v"}
+
+
+class Level(enum.IntEnum):
+    HIGH = 5
+
+
+def _read(field: str) -> str | None:
+    """A field as COPY's text format reads it."""
+    if field == "\\N":
+        return None
+    return re.sub(r"\\(.)", lambda m: _UNESCAPES[m.group(1)], field)
+
+
+def _prepared(**fields: object) -> PreparedTask:
+    return validate.prepare(NewTask(**fields), 1 << 20)  # type: ignore[arg-type]
+
+
+def test_each_task_is_one_line_of_its_own_values() -> None:
+    rule = UniqueRule("key\t1", LockPhase.UNTIL_EXECUTED, OnConflict.REJECT, ttl=7.5)
+    tasks = [
+        _prepared(
+            topic="t",
+            name=ODD,
+            id="id\n1",
+            data={"s": ODD},
+            priority=Level.HIGH,
+            tags=frozenset({"a,b", 'q"', ODD}),
+            timeout=2.5,
+            description=ODD,
+            run_at=AT + timedelta(seconds=1),
+            unique=rule,
+        ),
+        _prepared(topic="t", name="plain", id="id-2", data={"args": []}),
+    ]
+    text = "".join(copying.copy_text(tasks, AT))
+    lines = text.split("\n")
+    assert lines[-1] == "" and len(lines) == 3  # one line per task, each ended
+    first, second = (line.split("\t") for line in lines[:2])
+    assert len(first) == len(second) == 20
+    assert [_read(f) for f in first[:6]] == [
+        "id\n1",
+        "t",
+        "default",
+        ODD,
+        "pending",
+        tasks[0].data_json,
+    ]
+    assert first[6] is not None and _read(first[6]) is None  # group_id NULL
+    assert _read(first[7]) == ODD
+    assert first[8:10] == ["5", "1"]  # an IntEnum priority as its number
+    assert _read(first[10]) == text_literal(tasks[0].tags)
+    assert first[11] == "2.5"
+    assert datetime.fromisoformat(first[12]) == AT + timedelta(seconds=1)
+    assert datetime.fromisoformat(first[13]) == datetime.fromisoformat(first[14]) == AT
+    assert [_read(f) for f in first[15:18]] == ["key\t1", "until_executed", "reject"]
+    assert first[18] == "7.5"
+    assert [_read(f) for f in second[15:20]] == [None] * 5
+    assert _read(second[3]) == "plain" and _read(second[12]) is None
+
+
+def test_a_batch_comes_in_chunks_of_whole_lines() -> None:
+    tasks = [_prepared(topic="t", name="n", id=f"i{n}") for n in range(copying.COPY_CHUNK_ROWS + 3)]
+    chunks = list(copying.copy_text(tasks, AT))
+    assert [chunk.count("\n") for chunk in chunks] == [copying.COPY_CHUNK_ROWS, 3]
+    assert all(chunk.endswith("\n") for chunk in chunks)
+    assert [line.split("\t")[0] for line in "".join(chunks).splitlines()] == [
+        task.id for task in tasks
+    ]
