@@ -10,7 +10,7 @@ import dataclasses
 import threading
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import psycopg
@@ -211,6 +211,66 @@ def test_a_delay_sends_the_batch_down_the_ordinary_path(
     assert created[70].run_at is not None and created[70].created_at is not None
     assert created[70].run_at - created[70].created_at == timedelta(seconds=60)
     assert created[0].run_at is None
+
+
+def test_runs_of_shared_fields_are_copied_as_each_task_s_own(
+    store: PostgresStore, copies: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tasks holding the very same field objects (as one task function's do)
+    share one formatting of them until a field changes: here the priority
+    halfway and the run time (at +05:30) a third of the way."""
+    at = datetime(2031, 5, 6, 7, 8, 9, 250000, tzinfo=timezone(timedelta(hours=5, minutes=30)))
+    shared: dict[str, Any] = {"topic": "runs", "tags": frozenset({"x y"}), "description": "d\tx"}
+    low, high = 1, 2**20
+
+    def batch(prefix: str) -> list[NewTask]:
+        return [
+            NewTask(
+                **shared,
+                name=prefix,
+                id=f"{prefix}-{i}",
+                priority=low if i < COUNT // 2 else high,
+                run_at=at if i < COUNT // 3 else None,
+            )
+            for i in range(COUNT)
+        ]
+
+    copied = store.task_create_many(batch("copy"))
+    monkeypatch.setattr(copying, "COPY_MIN_TASKS", 10**9)
+    inserted = store.task_create_many(batch("insert"))
+    assert copies == [COUNT]
+    read = [store.task_get(task.id) for task in copied]
+    assert read == copied
+    assert [comparable(t) for t in read] == [
+        comparable(t) for t in (store.task_get(task.id) for task in inserted) if t is not None
+    ]
+    assert [t.priority for t in copied] == [low] * (COUNT // 2) + [high] * (COUNT - COUNT // 2)
+    assert [t.run_at for t in copied] == [at] * (COUNT // 3) + [None] * (COUNT - COUNT // 3)
+
+
+@pytest.mark.parametrize(("encoding", "text"), [("SQL_ASCII", "é ü 中文 🎉"), ("LATIN1", "é ü ß")])
+def test_a_batch_is_copied_whatever_the_caller_s_client_encoding(
+    postgres_url: str, store: PostgresStore, copies: list[int], encoding: str, text: str
+) -> None:
+    tasks = [
+        NewTask(
+            topic="enc",
+            name=f"n {text}",
+            id=f"enc-{i} {text}",
+            data={"s": text},
+            tags=frozenset({text}),
+            description=text,
+        )
+        for i in range(COUNT)
+    ]
+    with psycopg.connect(postgres_url) as caller:
+        caller.execute(f"SET client_encoding TO '{encoding}'")
+        created = store.task_create_many(tasks, connection=caller)
+        caller.commit()
+    assert copies == [COUNT]
+    assert [store.task_get(task.id) for task in created] == created
+    assert {(t.name, t.data["s"], t.description) for t in created} == {(f"n {text}", text, text)}
+    assert all(t.tags == frozenset({text}) for t in created)
 
 
 def test_on_a_callers_connection_the_copied_tasks_live_and_die_with_its_transaction(

@@ -10,7 +10,6 @@ from datetime import UTC, datetime, timedelta
 
 from tenure.store import NewTask, validate
 from tenure.store.postgres import copying
-from tenure.store.postgres.arrays import text_literal
 from tenure.store.types import PreparedTask
 from tenure.task import LockPhase, OnConflict, UniqueRule
 
@@ -43,7 +42,7 @@ def test_each_task_is_one_line_of_its_own_values() -> None:
             id="id\n1",
             data={"s": ODD},
             priority=Level.HIGH,
-            tags=frozenset({"a,b", 'q"', ODD}),
+            tags=frozenset({"a,b", 'q"', "t\tb\\s"}),
             timeout=2.5,
             description=ODD,
             run_at=AT + timedelta(seconds=1),
@@ -64,10 +63,11 @@ def test_each_task_is_one_line_of_its_own_values() -> None:
         "pending",
         tasks[0].data_json,
     ]
-    assert first[6] is not None and _read(first[6]) is None  # group_id NULL
+    assert first[6] == "\\N"  # group_id NULL
     assert _read(first[7]) == ODD
     assert first[8:10] == ["5", "1"]  # an IntEnum priority as its number
-    assert _read(first[10]) == text_literal(tasks[0].tags)
+    assert first[10] == '{"a,b","q\\\\"","t\\tb\\\\\\\\s"}'  # the literal, escaped for COPY
+    assert _read(first[10]) == '{"a,b","q\\"","t\tb\\\\s"}'
     assert first[11] == "2.5"
     assert datetime.fromisoformat(first[12]) == AT + timedelta(seconds=1)
     assert datetime.fromisoformat(first[13]) == datetime.fromisoformat(first[14]) == AT

@@ -14,6 +14,7 @@ from tenure.store import NewTask, validate
 from tenure.store.postgres import rows as postgres_rows
 from tenure.store.sqlite import rows as sqlite_rows
 from tenure.store.sqlite.schema import Q
+from tenure.task import LockPhase, OnConflict, UniqueRule
 
 
 def test_sqlite_rows_are_read_by_name_whatever_the_query_s_columns(tmp_path: Path) -> None:
@@ -81,7 +82,47 @@ def test_the_sqlite_insert_binds_each_value_to_its_own_column() -> None:
     times = {"created_at": "now", "updated_at": "now"}
     assert bound == {column: times.get(column, column) for column in bound}
     assert sorted(set(bound.values())) == sorted(sqlite_rows.INSERT_COLUMNS)
-    task = NewTask(topic="t", name="n", data={"args": [], "kwargs": {}})
-    row = sqlite_rows.insert_row(validate.prepare(task, 1 << 20), 5.0)
-    assert len(row) == len(sqlite_rows.INSERT_COLUMNS)
-    assert row[sqlite_rows.RUN_AT] is None and row[sqlite_rows.INSERT_COLUMNS.index("now")] == 5.0
+    rule = UniqueRule("k", LockPhase.UNTIL_EXECUTED, OnConflict.REJECT, ttl=30.0, retry_in=4.0)
+    task = NewTask(
+        topic="t",
+        name="n",
+        id="i",
+        data={"args": [1], "kwargs": {}},
+        sub_topic="s",
+        group_id="g",
+        description="d",
+        priority=7,
+        max_attempts=3,
+        tags=frozenset({"x"}),
+        timeout=1.5,
+        run_at=datetime.fromtimestamp(9.0, UTC),
+        unique=rule,
+    )
+    values = dict(
+        zip(
+            sqlite_rows.INSERT_COLUMNS,
+            sqlite_rows.insert_row(validate.prepare(task, 1 << 20), 5.0),
+            strict=True,
+        )
+    )
+    assert values == {
+        "id": "i",
+        "topic": "t",
+        "sub_topic": "s",
+        "name": "n",
+        "data": '{"args":[1],"kwargs":{}}',
+        "group_id": "g",
+        "description": "d",
+        "priority": 7,
+        "max_attempts": 3,
+        "tags": '["x"]',
+        "timeout": 1.5,
+        "run_at": 9.0,
+        "now": 5.0,
+        "unique_key": "k",
+        "unique_lock": "until_executed",
+        "unique_on_conflict": "reject",
+        "unique_ttl": 30.0,
+        "unique_retry_in": 4.0,
+    }
+    assert list(values)[sqlite_rows.RUN_AT] == "run_at"

@@ -37,6 +37,13 @@ def _quoted(value: str | None) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def text_encoding(encoding: str) -> str:
+    """The encoding to send text in on a connection whose ``info.encoding`` is
+    ``encoding``, as psycopg's own string dumper chooses it: a SQL_ASCII
+    session, whose text the server does not convert, gets UTF-8."""
+    return "utf-8" if encoding == "ascii" else encoding
+
+
 def text_literal(values: Sequence[str | None]) -> str:
     """The ``text[]`` literal of ``values`` (each quoted; ``None`` is NULL)."""
     return "{" + ",".join([_quoted(value) for value in values]) + "}"
@@ -48,7 +55,7 @@ class _Literal(Dumper):
     def __init__(self, cls: type, context: Any = None) -> None:
         super().__init__(cls, context)
         conn = self.connection
-        self._encoding = "utf-8" if conn is None else conn.info.encoding
+        self._encoding = text_encoding("utf-8" if conn is None else conn.info.encoding)
 
 
 class _TextArrayDumper(_Literal):

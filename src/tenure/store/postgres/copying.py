@@ -33,7 +33,7 @@ from typing import Any
 from psycopg.rows import tuple_row
 
 from tenure.store.postgres import rows, statements
-from tenure.store.postgres.arrays import text_literal
+from tenure.store.postgres.arrays import text_encoding, text_literal
 from tenure.store.postgres.schema import Q
 from tenure.store.postgres.statements import Connection
 from tenure.store.types import PreparedTask
@@ -109,9 +109,10 @@ def copy_rows(conn: Connection, tasks: Sequence[PreparedTask], now: datetime | N
             assert found is not None  # SELECT now() returns one row
             now = found[0]
     at = rows.moment({"now": now}, "now")
+    encoding = text_encoding(conn.info.encoding)
     with conn.cursor() as cur, cur.copy(Q["copy_tasks"]) as copy:
         for chunk in copy_text(tasks, at):
-            copy.write(chunk)
+            copy.write(chunk.encode(encoding))
         return [rows.created(task, {"created_at": at, "run_at": task.run_at}) for task in tasks]
 
 

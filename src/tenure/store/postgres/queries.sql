@@ -32,7 +32,7 @@ t.lease_owner, t.lease_expires_at, t.lease_token, t.lease_seconds, t.record_ver,
 t.id, t.status, t.attempts, t.record_ver
 
 -- The columns a new task is written in: the order of insert_task's and
--- insert_one's values, and of the rows COPY streams (copying.copy_row).
+-- insert_one's values, and of the rows COPY streams (copying.copy_text).
 -- fragment: new_task_columns
 id, topic, sub_topic, name, status, data, group_id, description, priority,
 max_attempts, tags, timeout, run_at, created_at, updated_at,
