@@ -144,6 +144,13 @@ function's declaration and options), checked once for a run of them."""
 _shared = operator.attrgetter(*SHARED_FIELDS)
 
 
+def same_shared(task: NewTask | PreparedTask, other: NewTask | PreparedTask) -> bool:
+    """Whether ``task`` holds the very same objects as ``other`` in every one
+    of :data:`SHARED_FIELDS`: then what was checked or made of the one's holds
+    for the other's."""
+    return all(map(operator.is_, _shared(task), _shared(other)))
+
+
 def prepare(
     task: NewTask, max_payload_bytes: int, like: tuple[NewTask, PreparedTask] | None = None
 ) -> PreparedTask:
@@ -152,7 +159,7 @@ def prepare(
     ``like`` is the task before it in the batch, as given and as prepared: the
     fields it holds the very same objects in (:data:`SHARED_FIELDS`) passed
     their checks already, and are taken from it as they were prepared."""
-    if like is not None and all(map(operator.is_, _shared(task), _shared(like[0]))):
+    if like is not None and same_shared(task, like[0]):
         shared = like[1]
         return PreparedTask(
             new_id() if task.id is None else text(task.id, "id"),
