@@ -29,7 +29,9 @@ class _Factory:
 def quick_init(cls: C) -> C:
     """Replace the ``__init__`` of ``cls``, a frozen dataclass, by a faster one
     with the same signature. Fields that ``__init__`` leaves out, keyword-only
-    fields and ``InitVar`` pseudo-fields are refused: the copy would differ."""
+    fields, ``InitVar`` pseudo-fields and fields named as the new
+    ``__init__``'s own globals (``_set``, ``_set_x`` …) are refused: the copy
+    would differ."""
     params = getattr(cls, "__dataclass_params__", None)
     if params is None or not params.frozen:
         raise TypeError(f"{cls.__name__} is not a frozen dataclass")
@@ -44,6 +46,26 @@ def quick_init(cls: C) -> C:
     if taken != [(f.name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for f in fields]:
         # A field left out of __init__, keyword-only, or an InitVar beside them.
         raise TypeError(f"{cls.__name__}: its __init__ takes other parameters than its fields")
+    arguments, body = _parameters_and_body(cls, fields, namespace)
+    if clash := sorted({f.name for f in fields} & namespace.keys()):
+        # A field named as one of the new __init__'s globals would hide it.
+        raise TypeError(f"{cls.__name__}: fields named as quick_init's own names: {clash}")
+    if hasattr(cls, "__post_init__"):
+        body.append("    self.__post_init__()")
+    source = f"def __init__(self, {', '.join(arguments)}):\n" + "\n".join(body) + "\n"
+    exec(source, namespace)  # noqa: S102 - made above from the class's own field names
+    init = namespace["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    init.__doc__ = original.__doc__
+    cls.__init__ = init  # type: ignore[misc]
+    return cls
+
+
+def _parameters_and_body(
+    cls: type, fields: tuple[dataclasses.Field[Any], ...], namespace: dict[str, Any]
+) -> tuple[list[str], list[str]]:
+    """The new ``__init__``'s parameters and the lines that set each field,
+    the defaults, factories and setters they name put in ``namespace``."""
     arguments, body = [], []
     for field in fields:
         name = field.name
@@ -62,12 +84,4 @@ def quick_init(cls: C) -> C:
             body.append(f"    _set_{name}(self, {name})")
         else:
             body.append(f"    _set(self, {name!r}, {name})")
-    if hasattr(cls, "__post_init__"):
-        body.append("    self.__post_init__()")
-    source = f"def __init__(self, {', '.join(arguments)}):\n" + "\n".join(body) + "\n"
-    exec(source, namespace)  # noqa: S102 - made above from the class's own field names
-    init = namespace["__init__"]
-    init.__qualname__ = f"{cls.__qualname__}.__init__"
-    init.__doc__ = original.__doc__
-    cls.__init__ = init  # type: ignore[misc]
-    return cls
+    return arguments, body

@@ -141,6 +141,15 @@ def test_classes_it_would_copy_wrongly_are_refused() -> None:
         value: int
         seed: InitVar[int]
 
-    for cls in (Mutable, KeywordOnly, NotInInit, WithInitVar, int):
+    @dataclass(frozen=True, slots=True)
+    class HidesASetter:
+        x: int
+        _set_x: int
+
+    @dataclass(frozen=True)
+    class HidesTheSetter:
+        _set: int
+
+    for cls in (Mutable, KeywordOnly, NotInInit, WithInitVar, HidesASetter, HidesTheSetter, int):
         with pytest.raises(TypeError):
             quick_init(cls)
