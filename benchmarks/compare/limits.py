@@ -48,6 +48,7 @@ from tenure.serializer import loads
 from tenure.store import DEFAULT_MAX_PAYLOAD_BYTES, NewTask, validate
 from tenure.store.postgres import copying
 from tenure.store.postgres import rows as postgres_rows
+from tenure.store.postgres.arrays import text_encoding
 from tenure.store.postgres.driver import configure, connection_kwargs
 from tenure.store.postgres.schema import Q as POSTGRES_Q
 from tenure.store.sqlite import rows as sqlite_rows
@@ -120,10 +121,12 @@ def postgres_task_copy(url: str, topic: str, name: str, count: int) -> float:
 
 
 def _copied(conn: psycopg.Connection[Any], task: PreparedTask, count: int) -> Callable[[], object]:
-    """The write of ``count`` copies of ``task`` (new ids), its rows formatted now."""
+    """The write of ``count`` copies of ``task`` (new ids), its rows formatted
+    and encoded now, as ``copying.copy_rows`` sends them."""
     at = datetime.now(UTC)
     tasks = [dataclasses.replace(task, id=new_id()) for _ in range(count)]
-    made = list(copying.copy_text(tasks, at))
+    encoding = text_encoding(conn.info.encoding)
+    made = [chunk.encode(encoding) for chunk in copying.copy_text(tasks, at)]
 
     def write() -> None:
         with conn.transaction(), conn.cursor() as cur:

@@ -459,7 +459,11 @@ class PostgresStore(Listening, PostgresLog, Store):
 def _created(tasks: list[PreparedTask], inserted: list[Row]) -> list[Task]:
     """The tasks as created, from what their insert returned (in any order)."""
     by_id = {row["id"]: row for row in inserted}
-    return [rows.created(task, by_id[task.id]) for task in tasks]
+    made = []
+    for task in tasks:
+        row = by_id[task.id]
+        made.append(rows.created(task, rows.moment(row, "created_at"), row["run_at"]))
+    return made
 
 
 def _explain_misses(

@@ -97,7 +97,7 @@ def copy_rows(conn: Connection, tasks: Sequence[PreparedTask], now: datetime | N
     with conn.cursor() as cur, cur.copy(Q["copy_tasks"]) as copy:
         for chunk in copy_text(tasks, at):
             copy.write(chunk.encode(encoding))
-        return [rows.created(task, {"created_at": at, "run_at": task.run_at}) for task in tasks]
+        return [rows.created(task, at, task.run_at) for task in tasks]
 
 
 def copy_text(tasks: Sequence[PreparedTask], at: datetime) -> Iterator[str]:

@@ -207,9 +207,10 @@ def task_state(row: Row) -> TaskState:
     return TaskState(row["id"], status(row["status"]), row["attempts"], row["record_ver"])
 
 
-def created(task: PreparedTask, row: Row) -> Task:
-    """A task from what its insert returns of it (its times)."""
-    return task.created(moment(row, "created_at"), _utc(row["run_at"]))
+def created(task: PreparedTask, at: datetime, run_at: datetime | None) -> Task:
+    """A task as its insert made it, ``at`` (in UTC), runnable from ``run_at``
+    (in any zone: as a caller's session or the caller itself gave it)."""
+    return task.created(at, _utc(run_at))
 
 
 def event_params(after: tuple[int, int], limit: int) -> dict[str, Any]:
