@@ -177,7 +177,7 @@ class SQLiteStore(Watching, Store):
         try:
             with self._within(connection) as conn:
                 conn.executemany(Q["insert_task"], inserted)
-                unique.lock_at_enqueue(conn, tasks, inserted, at)
+                unique.lock_at_enqueue(conn, tasks, at)
         except StoreError as exc:
             if isinstance(exc.__cause__, sqlite3.IntegrityError):
                 raise self._duplicate([t.id for t in tasks], connection) from None

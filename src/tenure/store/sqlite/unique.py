@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Any
 
 from tenure.store.refusals import unique_conflict, unique_start_error
-from tenure.store.sqlite.rows import RUN_AT
+from tenure.store.sqlite.rows import run_at_of
 from tenure.store.sqlite.schema import Q
 from tenure.store.types import PreparedTask
 from tenure.task import LockPhase
@@ -23,17 +22,17 @@ from tenure.task import LockPhase
 def lock_at_enqueue(
     conn: sqlite3.Connection,
     tasks: list[PreparedTask],
-    inserted: list[tuple[Any, ...]],
     at: float,
 ) -> None:
     """Take the lock of every task whose phase starts at enqueue, in the
     creating transaction; ``UniqueConflict`` (naming every refused item)
     undoes the whole batch."""
     conflicts: list[tuple[int, str, str | None]] = []
-    for index, (task, row) in enumerate(zip(tasks, inserted, strict=True)):
+    for index, task in enumerate(tasks):
         if task.unique is None or not task.locks_at_enqueue:
             continue
-        scheduled = at if row[RUN_AT] is None else row[RUN_AT]
+        run_at = run_at_of(task, at)
+        scheduled = at if run_at is None else run_at
         rule = task.unique
         lock = (rule.key, rule.lock.value)
         if not _take(conn, task.id, lock, scheduled + rule.ttl, at):
