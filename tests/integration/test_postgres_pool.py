@@ -1,4 +1,5 @@
-"""The store's pool lends the connection returned last.
+"""The store's pool lends the connection returned last, and its connections
+keep the cursor of a one-task insert.
 
 A process that enqueues one task at a time then keeps writing on one warm
 connection instead of on each of its connections in turn, and the connections
@@ -10,9 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from psycopg.rows import dict_row, tuple_row
 
+from tenure import DuplicateTask
+from tenure.store import NewTask, Store
 from tenure.store.postgres.driver import configure, connection_kwargs
-from tenure.store.postgres.pooling import Pool
+from tenure.store.postgres.pooling import Pool, PooledConnection
 
 
 @pytest.fixture
@@ -57,3 +61,34 @@ def test_a_connection_lent_works(pool: Pool) -> None:
     for _ in range(3):
         with pool.connection() as conn:
             assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_the_connections_lent_keep_a_cursor(pool: Pool) -> None:
+    with pool.connection() as conn:
+        assert isinstance(conn, PooledConnection)
+        kept = conn.kept_cursor(dict_row)
+        assert conn.kept_cursor(dict_row) is kept
+        assert conn.kept_cursor(tuple_row) is not kept  # one per row factory
+        kept.close()
+        again = conn.kept_cursor(dict_row)  # a closed one is replaced
+        assert again is not kept
+        assert again.execute("SELECT 1 AS one").fetchall() == [{"one": 1}]
+
+
+def test_one_task_inserts_run_on_the_kept_cursor(postgres_store: Store) -> None:
+    postgres_store.task_create(NewTask(topic="t", name="n", data=1))
+    with postgres_store._connection() as conn:  # type: ignore[attr-defined]
+        kept = conn.kept_cursor(dict_row)
+        assert kept.statusmessage == "INSERT 0 1"  # the insert just made
+    postgres_store.task_create(NewTask(id="same", topic="t", name="n", data=2))
+    with pytest.raises(DuplicateTask):  # refused on the kept cursor: it stays usable
+        postgres_store.task_create(NewTask(id="same", topic="t", name="n", data=3))
+    third = postgres_store.task_create(NewTask(topic="t", name="n", data=[4]))
+    assert postgres_store.task_get(third.id).data == [4]
+    with postgres_store._connection() as conn:  # type: ignore[attr-defined]
+        assert conn.kept_cursor(dict_row) is kept
+    assert sorted(str(t.data) for t in postgres_store.task_list(limit=10).tasks) == [
+        "1",
+        "2",
+        "[4]",
+    ]

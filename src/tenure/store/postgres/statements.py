@@ -33,6 +33,7 @@ from psycopg.rows import RowFactory, dict_row
 from tenure.errors import DuplicateTask, StoreError, UniqueConflict
 from tenure.store.postgres import rows
 from tenure.store.postgres.driver import is_duplicate_id
+from tenure.store.postgres.pooling import PooledConnection
 from tenure.store.postgres.rows import Row
 from tenure.store.postgres.schema import Q
 from tenure.store.refusals import unique_conflict
@@ -58,11 +59,21 @@ def fetch(conn: Connection, query: str, params: dict[str, Any]) -> list[Row]:
     return fetch_made(conn, query, params, dict_row)
 
 
+KEPT_CURSOR = frozenset({"insert_one"})
+"""The statements run on a kept cursor of the store's own connections (see
+``PooledConnection.kept_cursor``): frequent, and with small parameters and
+answers."""
+
+
 def fetch_made(
     conn: Connection, query: str, params: dict[str, Any], row_factory: RowFactory[R]
 ) -> list[R]:
     """Run the named ``query`` on ``conn`` and return its rows as
     ``row_factory`` makes them."""
+    if query in KEPT_CURSOR and isinstance(conn, PooledConnection):
+        kept = conn.kept_cursor(row_factory)
+        kept.execute(Q[query], params)
+        return kept.fetchall()
     with conn.cursor(row_factory=row_factory) as cur:
         cur.execute(Q[query], params)
         return cur.fetchall()
