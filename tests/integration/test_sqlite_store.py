@@ -107,3 +107,23 @@ def test_connections_of_finished_threads_are_not_kept(store: SQLiteStore) -> Non
 
     gc.collect()
     assert len(store._connections) <= 2  # the main thread's, plus at most one in flight
+
+
+def test_a_write_whose_commit_fails_is_rolled_back(store: SQLiteStore) -> None:
+    # A deferred foreign key is checked by COMMIT, which then fails and leaves
+    # the transaction open: the store rolls it back, so the thread's next
+    # write can begin (before, it failed: a transaction within a transaction).
+    with store._use() as conn:
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("CREATE TABLE parent (id INTEGER PRIMARY KEY)")
+        conn.execute(
+            "CREATE TABLE child (parent INTEGER REFERENCES parent (id) "
+            "DEFERRABLE INITIALLY DEFERRED)"
+        )
+    with pytest.raises(StoreError, match="FOREIGN KEY"), store._write() as conn:
+        conn.execute("INSERT INTO child VALUES (1)")
+    with store._use() as conn:
+        assert not conn.in_transaction
+        assert conn.execute("SELECT count(*) FROM child").fetchone()[0] == 0
+    store.task_create(new("a"))
+    assert store.task_get("a") is not None

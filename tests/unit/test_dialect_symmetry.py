@@ -22,6 +22,7 @@ SQLITE_ONLY = {
     "begin_write": "a write takes SQLite's one write lock at its start (BEGIN IMMEDIATE), "
     "which also serializes migrations; a PostgreSQL write is one autocommit statement or "
     "a psycopg transaction block",
+    "commit": "ends begin_write's transaction; a PostgreSQL transaction is a psycopg block",
     "savepoint": "a batch on a caller's sqlite3 connection runs under a savepoint; "
     "psycopg's conn.transaction() makes PostgreSQL's",
     "rollback_to_savepoint": "see savepoint",

@@ -120,15 +120,17 @@ class SQLiteStore(Watching, Store):
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction holding the database's write lock from its start."""
+        """One write transaction holding the database's write lock from its
+        start; rolled back if it fails, its commit included (which SQLite may
+        leave open), so that the thread's next write can begin."""
         with self._use() as conn:
             conn.execute(Q["begin_write"])
             try:
                 yield conn
+                conn.execute(Q["commit"])
             except BaseException:
                 conn.rollback()
                 raise
-            conn.commit()
 
     @contextmanager
     def _within(self, connection: Any) -> Iterator[sqlite3.Connection]:
