@@ -59,6 +59,13 @@ def connection_kwargs(url: str, role: str) -> dict[str, Any]:
     # (PgBouncer in transaction mode keeps them from version 1.21, with
     # max_prepared_statements set.)
     kwargs: dict[str, Any] = {"autocommit": True}
+    # Text travels as UTF-8, whatever the database's encoding: psycopg then
+    # reads and writes every str as it is (a SQL_ASCII session would give
+    # bytes, a LATIN1 one could not carry most of the world's characters), and
+    # the server converts to and from its own encoding, refusing a character
+    # it cannot store with an error that says so.
+    if "client_encoding" not in given:
+        kwargs["client_encoding"] = "UTF8"
     if "application_name" not in given:
         kwargs["application_name"] = f"tenure-{role}"
     if "connect_timeout" not in given:

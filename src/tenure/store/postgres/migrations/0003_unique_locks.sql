@@ -26,7 +26,7 @@ CREATE TABLE unique_locks (
 CREATE INDEX unique_locks_by_task ON unique_locks (task_id);
 CREATE INDEX unique_locks_by_expiry ON unique_locks (expires_at);
 
--- At a start (pending → running) the task takes its lock, or is refused by its
+-- At a start (pending -> running) the task takes its lock, or is refused by its
 -- rule: reject cancels it; reschedule puts it back to pending later without
 -- spending the attempt; raise fails the attempt (retried later while attempts
 -- remain). Ends of a phase give the holder's own lock up: the start ends
@@ -115,7 +115,7 @@ FOR EACH ROW WHEN (NEW.unique_key IS NOT NULL AND OLD.status IS DISTINCT FROM NE
 EXECUTE FUNCTION tenure_unique_transition();
 
 -- A start refused by a unique lock is two transitions in one statement
--- (pending → running → its rule's outcome, record_ver up by two): both are
+-- (pending -> running -> its rule's outcome, record_ver up by two): both are
 -- logged, as every store logs them, also when the outcome is pending again
 -- (a reschedule), which the trigger's WHEN clause must therefore let through.
 CREATE OR REPLACE FUNCTION tenure_task_transitioned() RETURNS trigger
