@@ -54,7 +54,23 @@ def test_callers_at_once_take_the_warm_ones_first(pool: Pool) -> None:
     assert taken == [third, second, first]
     for conn in taken:
         pool.putconn(conn)
-    assert pool.getconn() is first  # returned last
+    again = pool.getconn()
+    assert again is first  # returned last
+    pool.putconn(again)
+
+
+def test_a_connection_past_its_lifetime_is_lent_first_and_replaced(pool: Pool) -> None:
+    first, second, third = (pool.getconn() for _ in range(3))
+    for conn in (first, second, third):
+        pool.putconn(conn)
+    first._expire_at = 0.0  # type: ignore[attr-defined]  # psycopg_pool's own mark
+    lent = pool.getconn()
+    assert lent is first  # idle longest, and expired: lent so that it is replaced
+    pool.putconn(lent)
+    assert lent.closed
+    after = pool.getconn()
+    assert after is third  # the others as before: the one returned last
+    pool.putconn(after)
 
 
 def test_a_connection_lent_works(pool: Pool) -> None:

@@ -9,7 +9,8 @@ connections in turn against 0.54 ms with the one returned last, and 260 µs of
 the client's processor time against 175 µs (the operating system's work for
 a socket gone cold counts there too). Lending the one returned last keeps a
 quiet process on one warm connection and lets the others idle; psycopg_pool
-then closes those (its ``max_idle``) from the other end, the ones idle longest.
+then closes those (its ``max_idle``) from the other end, the ones idle longest,
+and one past its ``max_lifetime`` is lent first, to be replaced on its return.
 
 psycopg_pool replaces a dead connection in the background, waiting twice as
 long after each refused attempt (1 s, 2 s, 4 s, ... up to its
@@ -25,6 +26,7 @@ Its connections keep a cursor for a statement run very often (see
 
 from __future__ import annotations
 
+from time import monotonic
 from typing import Any, TypeVar
 
 import psycopg
@@ -55,8 +57,8 @@ class PooledConnection(psycopg.Connection[Any]):
         parameters and columns; a kept one has them already: 20 to 25 µs less of
         a one-task enqueue on a 2-core machine, 5% of the call. A kept cursor
         holds its last statement's parameters and answer until its next one,
-        so it serves only statements whose parameters and answer are both
-        small (one task's insert: no more than libpq's own buffers keep)."""
+        so it serves only statements of one task (its data at most the store's
+        ``max_payload_bytes``, 1 MiB by default), whose answer is one row."""
         kept: dict[Any, psycopg.Cursor[Any]] = self.__dict__.setdefault("_kept_cursors", {})
         cursor = kept.get(row_factory)
         if cursor is None or cursor.closed:
@@ -79,9 +81,12 @@ class Pool(ConnectionPool[Any]):
     def _get_ready_connection(self, timeout: float | None) -> Any:
         # Called with the pool's lock held. psycopg_pool takes the connection
         # idle longest (its checks and counts stay as they are): lend the one
-        # returned last in its place, which joins the idle end as it was.
+        # returned last in its place, which joins the idle end as it was. One
+        # past its max_lifetime is lent all the same, since psycopg_pool
+        # replaces a connection when it comes back expired, and an idle one
+        # never would.
         conn = super()._get_ready_connection(timeout)
-        if conn is not None and self._pool:
+        if conn is not None and self._pool and conn._expire_at > monotonic():
             self._pool.appendleft(conn)
             conn = self._pool.pop()
         return conn

@@ -61,8 +61,8 @@ def fetch(conn: Connection, query: str, params: dict[str, Any]) -> list[Row]:
 
 KEPT_CURSOR = frozenset({"insert_one"})
 """The statements run on a kept cursor of the store's own connections (see
-``PooledConnection.kept_cursor``): frequent, and with small parameters and
-answers."""
+``PooledConnection.kept_cursor``): frequent, with one task's parameters and a
+one-row answer."""
 
 
 def fetch_made(
