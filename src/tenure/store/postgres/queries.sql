@@ -146,7 +146,8 @@ LIMIT %(limit)s::bigint;
 -- shows 32-bit xids, compared with the low 32 bits of the snapshot's xid8.
 --
 -- The xid goes out as text (psycopg has no xid8 type) under another name, so
--- that ORDER BY xid sorts the column, not the text. Walks events_by_xid.
+-- that ORDER BY xid sorts the column, not the text. Walks the events' key,
+-- (xid, id).
 --
 -- One row comes back even when there is no event, carrying what the follower
 -- needs besides: how far retention has pruned (a cursor older than that may
@@ -464,14 +465,14 @@ SELECT count(*) AS count FROM gone;
 
 -- name: prune_events
 WITH picked AS MATERIALIZED (
-    SELECT id FROM events
+    SELECT xid, id FROM events
     WHERE at < COALESCE(%(now)s::timestamptz, now())
                - make_interval(secs => %(older_than)s::float8)
     ORDER BY at
     LIMIT %(limit)s::bigint
     FOR UPDATE SKIP LOCKED
 ), gone AS (
-    DELETE FROM events AS e USING picked WHERE e.id = picked.id
+    DELETE FROM events AS e USING picked WHERE (e.xid, e.id) = (picked.xid, picked.id)
     RETURNING e.xid, e.id
 ), newest AS (
     SELECT xid, id FROM gone ORDER BY xid DESC, id DESC LIMIT 1
@@ -693,7 +694,7 @@ SELECT count(*) AS count FROM gone;
 
 -- The newest events before a position, newest first (for a tail), below the
 -- same horizon as list_events: everything after the newest one returned is yet
--- to be listed by list_events. Walks events_by_xid backwards.
+-- to be listed by list_events. Walks the events' key, (xid, id), backwards.
 -- name: tail_events
 WITH horizon AS (
     SELECT coalesce(min(running.xid), pg_snapshot_xmax(pg_current_snapshot())) AS xid
