@@ -53,7 +53,7 @@ def test_every_sqlite_query_loads_with_a_name() -> None:
     # keeps tallies (SQLite counts its tables when asked, but for the totals); and
     # it notifies only while a waiter is registered (NOTIFY serialises commits);
     # and one statement writes a status change's events and tallies.
-    assert [m[0] for m in migrations("tenure.store.postgres")] == list(range(1, 13))
+    assert [m[0] for m in migrations("tenure.store.postgres")] == list(range(1, 14))
 
 
 def test_url_resolution(monkeypatch: pytest.MonkeyPatch) -> None:
