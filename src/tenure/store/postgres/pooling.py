@@ -49,6 +49,10 @@ class _Attempt(AttemptWithBackoff):
 class PooledConnection(psycopg.Connection[Any]):
     """A connection of the store's pool."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._kept_cursors: dict[Any, psycopg.Cursor[Any]] = {}
+
     def kept_cursor(self, row_factory: RowFactory[R]) -> psycopg.Cursor[R]:
         """This connection's cursor for ``row_factory``, made at its first use
         and kept for the next ones.
@@ -59,10 +63,9 @@ class PooledConnection(psycopg.Connection[Any]):
         holds its last statement's parameters and answer until its next one,
         so it serves only statements of one task (its data at most the store's
         ``max_payload_bytes``, 1 MiB by default), whose answer is one row."""
-        kept: dict[Any, psycopg.Cursor[Any]] = self.__dict__.setdefault("_kept_cursors", {})
-        cursor = kept.get(row_factory)
+        cursor = self._kept_cursors.get(row_factory)
         if cursor is None or cursor.closed:
-            cursor = kept[row_factory] = self.cursor(row_factory=row_factory)
+            cursor = self._kept_cursors[row_factory] = self.cursor(row_factory=row_factory)
         return cursor
 
 
