@@ -28,6 +28,7 @@ import pytest
 
 from tenure.store import NewTask, ReserveParams, TaskFilter
 from tenure.store.postgres.backend import PostgresStore
+from tenure.store.postgres.schema import Q
 from tenure.task import Status
 from tests.conftest import _empty_postgres
 
@@ -41,6 +42,12 @@ in the waiter's cycle of opening a store, registering, looking and waiting."""
 
 SLOW = 0.02
 """Most seconds the waiter takes between its look and saying it is idle."""
+
+REGISTERING = "SET LOCAL lock_timeout = '10s'"
+"""The waiter's registrations wait this long for the triggers' lock. A
+registration refused after the shipped 100 ms leaves its waiter to poll (see
+``test_postgres_notify``), and this waiter never polls: on a loaded machine a
+refusal would count as a lost wake-up that is none."""
 
 CONTEXT = multiprocessing.get_context("spawn")
 
@@ -76,6 +83,7 @@ def make_noise(url: str, stop: ProcessEvent) -> None:
 def wait_for_work(url: str, stop: ProcessEvent, looks_again: bool, turn: Any) -> None:
     """Take the producer's tasks, each on a topic of its own: each one is waited
     for by a new registration."""
+    Q["wake_lock_timeout"] = REGISTERING  # this process's copy of the queries only
     store = PostgresStore(url, role="waiter")
     while not stop.is_set():
         topic = f"race-{turn.value}"
