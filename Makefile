@@ -25,8 +25,12 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# The suite in TEST_WORKERS processes (pytest-xdist): each has its own
+# PostgreSQL database and temporary files. TEST_WORKERS=0 runs it in one.
+TEST_WORKERS ?= 2
+
 unit: $(STAMP)
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(TEST_WORKERS)
 
 test: lint typecheck docs-check unit
 
