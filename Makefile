@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit docs docs-check bench clean
+.PHONY: demo test lint typecheck unit docs docs-check bench bench-schema clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -57,6 +57,12 @@ docs-check: $(STAMP)
 # make bench BENCH_ARGS="--stores sqlite --quick" for a smoke run.
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.suite $(BENCH_ARGS)
+
+# What a change to the PostgreSQL schema costs the server, measured side by side
+# with the schema as it is, on fresh stores, in one sitting:
+# make bench-schema SCHEMA_ARGS="--variant base= --variant lean=lean.sql"
+bench-schema: $(STAMP)
+	$(BIN)/python -m benchmarks.schema_cost $(SCHEMA_ARGS)
 
 # tenure beside PgQueuer (PostgreSQL) and Huey (SQLite, Redis): the same workload,
 # one run, about 15 minutes. The competitors come from PyPI into a venv of their own
