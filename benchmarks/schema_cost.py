@@ -3,9 +3,10 @@
 A trigger, an index or a column changes every enqueue and every drained task by
 tens of microseconds, less than this kind of machine drifts between two runs of
 the same code. So the variants are measured side by side, in one sitting:
-each round makes a fresh store per variant (tenure's migrations, then the
-variant's SQL file), and measures every variant in turn, so that a drift of
-the machine touches all of them alike. Two measurements per variant and round:
+each round makes a store per variant (a throwaway database: tenure's
+migrations, then the variant's SQL file) and measures every variant in turn,
+so that a drift of the machine touches all of them alike. Two measurements
+per variant and round, the store emptied between them:
 
 - **enqueue**: pgbench (one client, statements prepared) replays the very
   statement the store sends to create one no-op task, its triggers included;
@@ -21,32 +22,34 @@ first variant (the baseline), paired round by round::
     python -m benchmarks.schema_cost --variant base= --variant lean=lean.sql
 
 It needs pgbench and a PostgreSQL server on this machine (``/proc`` of its
-processes), and creates and drops databases named ``tenure_cost_*`` there.
+processes), and creates and drops throwaway databases there, as ``make bench``
+does (:class:`~benchmarks.suite.postgres_target.PostgresTarget`).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import statistics
 import sys
 import time
-import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 
 from benchmarks.compare.limits import postgres_task_insert
 from benchmarks.suite import BenchError
+from benchmarks.suite.app import NAME, TOPIC
+from benchmarks.suite.postgres_target import PostgresTarget
 from tenure.errors import TenureError
 from tenure.store import Completion, Lease, NewTask, ReserveParams, open_store
 
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
-TOPIC, NAME, OWNER = "bench", "benchmarks.suite.noop", "schema-cost"
+OWNER = "schema-cost"
 RESERVE = 100
 """Tasks per reservation (and per completion call) in the drain."""
 CHUNK = 1_000
@@ -86,14 +89,12 @@ def variant(spec: str) -> Variant:
 
 
 @contextmanager
-def fresh_store(admin_url: str, sql: str) -> Iterator[str]:
-    """The URL of a new database holding tenure's schema changed by ``sql``."""
-    name = f"tenure_cost_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(admin_url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    url = urlunsplit(urlsplit(admin_url)._replace(path="/" + name))
+def variant_store(admin_url: str, sql: str) -> Iterator[PostgresTarget]:
+    """A throwaway database on the server holding tenure's schema changed by
+    ``sql`` (emptying it between measurements keeps the change), dropped after."""
+    target = PostgresTarget(admin_url)
     try:
-        open_store(url).close()  # migrates
+        url = target.fresh()  # migrates
         if sql:
             with psycopg.connect(url, autocommit=True) as conn:
                 try:
@@ -101,10 +102,9 @@ def fresh_store(admin_url: str, sql: str) -> Iterator[str]:
                 except psycopg.Error as exc:
                     first = str(exc).strip().splitlines()[0]
                     raise BenchError(f"the variant's SQL failed: {first}") from None
-        yield url
+        yield target
     finally:
-        with psycopg.connect(admin_url, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        target.close()
 
 
 def server_ticks() -> int:
@@ -153,15 +153,14 @@ def measure_round(
     seconds: int,
     tasks: int,
 ) -> None:
-    """One round: every variant on a fresh store of its own, in turn."""
+    """One round: every variant on a store of its own, in turn."""
     for each in variants:
         figures = results[each.name]
-        with fresh_store(admin_url, each.sql) as url:
-            latencies = postgres_task_insert(url, seconds, TOPIC, NAME)
+        with variant_store(admin_url, each.sql) as target:
+            latencies = postgres_task_insert(target.url, seconds, TOPIC, NAME)
             figures.enqueue_ms.append(statistics.median(latencies) * 1e3)
             figures.enqueue_rate.append(len(latencies) / seconds)
-        with fresh_store(admin_url, each.sql) as url:
-            server, client = drain_cost(url, tasks)
+            server, client = drain_cost(target.fresh(), tasks)
             figures.server_us.append(server)
             figures.client_us.append(client)
         print(
@@ -172,8 +171,10 @@ def measure_round(
 
 
 def paired(these: list[float], base: list[float]) -> float:
-    """The median of the round-by-round ratios."""
-    return statistics.median(a / b for a, b in zip(these, base, strict=True) if b)
+    """The median of the round-by-round ratios (NaN if the baseline measured
+    nothing: a drain too short for the processor's clock ticks)."""
+    ratios = [a / b for a, b in zip(these, base, strict=True) if b]
+    return statistics.median(ratios) if ratios else math.nan
 
 
 def report(variants: Sequence[Variant], results: dict[str, Rounds]) -> str:
