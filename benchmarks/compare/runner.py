@@ -27,6 +27,9 @@ cores). For each, with a fresh store per repetition:
   ``mark`` task writes it to a file) minus the enqueuer's ``time.time()`` just
   before the enqueue call; p50/p95/p99.
 
+Then each performance target is checked against the run (``targets``): met,
+missed within 10% of the store's own limit for that work, or missed.
+
 The sizes are the suite's own (``benchmarks.suite.config``: FULL, or QUICK with
 ``--quick``); each metric is the median of the repetitions, with min and max.
 """
@@ -47,7 +50,7 @@ from typing import Any
 
 from rich.console import Console
 
-from benchmarks.compare import report
+from benchmarks.compare import report, targets
 from benchmarks.compare.huey_system import HueySystem
 from benchmarks.compare.pgqueuer_system import PgQueuerSystem
 from benchmarks.compare.system import MARKS_ENV, Settings, System, read_marks, start_workers
@@ -121,6 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     document["results"] = report.results_json(results)
     document["ratios"] = report.ratios_json(results, systems)
     document["limits"] = report.limits_json(results)
+    document["targets"] = targets.evaluate(results)
     write_json(args.output, document)
     console = Console()
     if not console.is_terminal:
@@ -128,8 +132,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     postgres = next((s["postgres"] for s in document["systems"].values() if "postgres" in s), None)
     lines = [machine.summary(document["machine"], postgres), _load_line(document["systems"])]
     console.print(report.table(results, systems, repeat, "\n".join(lines)))
-    for line in report.limit_lines(results):
-        console.print(line)
+    for line in [*report.limit_lines(results), *targets.lines(document["targets"])]:
+        console.print(line, highlight=False)
     console.print(f"JSON written to {Path(args.output).resolve()}")
     return 0
 

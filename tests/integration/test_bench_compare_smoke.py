@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.compare.targets import TARGETS
 from tests.integration.test_bench_smoke import EXPECTED as BENCH_KEYS
 
 pytestmark = pytest.mark.slow
@@ -82,3 +83,13 @@ def test_quick_comparison_on_sqlite(compare_venv: Path, tmp_path: Path) -> None:
     assert "the store's own one-row INSERT p50" in done.stdout
     assert "tenure's own 1-task insert, replayed" in done.stdout
     assert "store's rate for tenure's own bulk insert" in done.stdout
+    # Every target on SQLite is answered by the run; those on PostgreSQL are not.
+    answered = {row["target"] for row in document["targets"] if row["status"] != "not measured"}
+    assert answered == {
+        target.name
+        for target in TARGETS
+        if target.goal.system == "tenure-sqlite" and target.goal.other != "pgqueuer"
+    }
+    assert len(answered) == 5  # one per call, bulk, latency, two drains
+    assert all(row["measured"] > 0 for row in document["targets"] if row["target"] in answered)
+    assert "targets: " in done.stdout

@@ -1,0 +1,186 @@
+"""The performance targets, checked against one run of the comparison.
+
+Each target sets a tenure measurement against a competitor's from the same run
+(a ratio it must reach) or against the store's own limit (a factor it must stay
+within). A target that is not met is excused only where tenure already comes
+within 10% of what the store itself allows for that same work, measured in the
+same run: a call's p50 at most 1.1 times that of tenure's own statement replayed by
+a client that does nothing else, a bulk call's rate at least 1/1.1 of tenure's
+own bulk write with its rows made beforehand. Where no such probe exists (many
+producers, the drain) nothing excuses a miss.
+
+The report prints a line per target and the run's JSON keeps them, so a run
+says by itself which targets it meets, which it misses within the store's
+limit, and which it misses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from benchmarks.suite.metrics import Metric
+
+EXCUSE_FACTOR = 1.1
+"""How close to the store's own limit excuses a target not met."""
+
+STATUSES = ("met", "excused", "missed", "not measured")
+
+PG, SQLITE = "tenure-postgres", "tenure-sqlite"
+PGQUEUER, HUEY = "pgqueuer", "huey-sqlite"
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """``system``'s ``key`` over ``other``'s ``other_key`` (the median of each),
+    which must be at least ``at_least``, or at most ``at_most``."""
+
+    system: str
+    key: str
+    other: str
+    other_key: str
+    at_least: float | None = None
+    at_most: float | None = None
+
+    def measure(self, by_system: Mapping[str, Mapping[str, Metric]]) -> float | None:
+        mine = by_system.get(self.system, {}).get(self.key)
+        theirs = by_system.get(self.other, {}).get(self.other_key)
+        if mine is None or theirs is None or theirs.median == 0:
+            return None
+        return mine.median / theirs.median
+
+    def holds(self, value: float) -> bool:
+        if self.at_least is not None and value < self.at_least:
+            return False
+        return self.at_most is None or value <= self.at_most
+
+    @property
+    def needed(self) -> str:
+        return f">= {self.at_least:.2f}" if self.at_least is not None else f"<= {self.at_most:.2f}"
+
+
+@dataclass(frozen=True)
+class Target:
+    """What is asked (``goal``) and what would excuse a miss (``excuse``)."""
+
+    name: str
+    goal: Ratio
+    excuse: Ratio | None = None
+    excuse_label: str = ""
+
+
+def _one_per_call(system: str, other: str, at_least: float, store: str) -> Target:
+    return Target(
+        f"{store}, 1 task per call: tenure / {other}",
+        Ratio(system, "enqueue.single", other, "enqueue.single", at_least=at_least),
+        _own_statement(system),
+        "enqueue p50 / tenure's own statement replayed",
+    )
+
+
+def _bulk(system: str, other: str, at_least: float, store: str) -> Target:
+    return Target(
+        f"{store}, 1 call of many: tenure / {other}",
+        Ratio(system, "enqueue.bulk", other, "enqueue.bulk", at_least=at_least),
+        Ratio(system, "enqueue.bulk", system, "limit.task_bulk", at_least=1 / EXCUSE_FACTOR),
+        "bulk rate / tenure's own bulk write",
+    )
+
+
+def _latency(system: str, store: str) -> Target:
+    return Target(
+        f"{store}, 1 task per call: p50 / the store's one-row INSERT",
+        Ratio(system, "enqueue.single.p50", system, "limit.insert.p50", at_most=1.2),
+        _own_statement(system),
+        "enqueue p50 / tenure's own statement replayed",
+    )
+
+
+def _own_statement(system: str) -> Ratio:
+    return Ratio(
+        system, "enqueue.single.p50", system, "limit.task_insert.p50", at_most=EXCUSE_FACTOR
+    )
+
+
+def _drain(system: str, other: str, key: str, label: str) -> Target:
+    return Target(f"drain, {label}: tenure / {other}", Ratio(system, key, other, key, at_least=2.5))
+
+
+TARGETS: tuple[Target, ...] = (
+    _one_per_call(PG, PGQUEUER, 1.5, "PostgreSQL"),
+    _one_per_call(SQLITE, HUEY, 1.25, "SQLite"),
+    _bulk(PG, PGQUEUER, 1.0, "PostgreSQL"),
+    _bulk(SQLITE, HUEY, 10.0, "SQLite"),
+    *(
+        Target(
+            f"PostgreSQL, {label}, 1 per call: tenure / {PGQUEUER}",
+            Ratio(PG, key, PGQUEUER, key, at_least=1.5),
+        )
+        for key, label in (
+            ("enqueue.threads_8", "8 threads"),
+            ("enqueue.processes_4", "4 processes"),
+        )
+    ),
+    _latency(PG, "PostgreSQL"),
+    _latency(SQLITE, "SQLite"),
+    *(
+        _drain(PG, PGQUEUER, f"drain.workers_{n}{c}", f"{n} worker process{'es' * (n > 1)}{at}")
+        for c, at in (("", ""), ("_c10", ", concurrency 10"))
+        for n in (1, 2)
+    ),
+    *(
+        _drain(SQLITE, HUEY, f"drain.workers_1{c}", f"1 worker process{at}")
+        for c, at in (("", ""), ("_c10", ", concurrency 10"))
+    ),
+)
+
+
+def evaluate(
+    results: Mapping[str, Sequence[Metric]], targets: Sequence[Target] = TARGETS
+) -> list[dict[str, Any]]:
+    """Each target as the run's medians answer it: ``status`` is ``met``,
+    ``excused`` (missed, within 10% of the store's own limit), ``missed``, or
+    ``not measured`` (a system or measurement absent from the run)."""
+    by_system = {name: {m.key: m for m in metrics} for name, metrics in results.items()}
+    out = []
+    for target in targets:
+        value = target.goal.measure(by_system)
+        row: dict[str, Any] = {
+            "target": target.name,
+            "needed": target.goal.needed,
+            "measured": value,
+        }
+        if value is None:
+            row["status"] = "not measured"
+        elif target.goal.holds(value):
+            row["status"] = "met"
+        else:
+            row["status"] = "missed"
+            if target.excuse is not None:
+                limit = target.excuse.measure(by_system)
+                row["excuse"] = {
+                    "what": target.excuse_label,
+                    "needed": target.excuse.needed,
+                    "measured": limit,
+                }
+                if limit is not None and target.excuse.holds(limit):
+                    row["status"] = "excused"
+        out.append(row)
+    return out
+
+
+def lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """:func:`evaluate`'s rows for people, a line each, then a count by status."""
+    out = []
+    for row in rows:
+        measured = "-" if row["measured"] is None else f"{row['measured']:.2f}"
+        line = f"{row['status']}: {row['target']} {measured} ({row['needed']})"
+        excuse = row.get("excuse")
+        if excuse is not None:
+            limit = "-" if excuse["measured"] is None else f"{excuse['measured']:.2f}"
+            line += f"; {excuse['what']} {limit} ({excuse['needed']} excuses)"
+        out.append(line)
+    counts = [(sum(row["status"] == status for row in rows), status) for status in STATUSES]
+    out.append("targets: " + ", ".join(f"{n} {status}" for n, status in counts if n))
+    return out
