@@ -77,15 +77,20 @@ def postgres_insert(url: str, seconds: float) -> list[float]:
         return _latencies(folder)
 
 
-def postgres_task_insert(url: str, seconds: float, topic: str, name: str) -> list[float]:
-    """Seconds each transaction of one pgbench client took, replaying tenure's
-    own statement for one no-op task ``name`` of ``topic`` on ``url`` (a
-    migrated tenure store), values inlined, a new id each time."""
+def postgres_task_insert(
+    url: str, seconds: float, topic: str, name: str, clients: int = 1
+) -> list[float]:
+    """Seconds each transaction of ``clients`` pgbench clients took, replaying
+    tenure's own statement for one no-op task ``name`` of ``topic`` on ``url``
+    (a migrated tenure store), values inlined, a new id each time: with several
+    clients, what the store allows as many producers, each in a process of its
+    own, one task per transaction."""
     executable = _pgbench()
     with tempfile.TemporaryDirectory(prefix="tenure-limit-") as folder:
         script = Path(folder) / "statement.sql"
         script.write_text(task_insert_script(url, noop_task(topic, name)))
-        run_pgbench_file(executable, script, url, [*duration(seconds), *_logged(folder)])
+        options = [*duration(seconds), *_logged(folder)]
+        run_pgbench_file(executable, script, url, options, clients)
         return _latencies(folder)
 
 

@@ -8,7 +8,8 @@ cores). For each, with a fresh store per repetition:
 
 - store limits (tenure's store only): one-row INSERT transactions by a client
   that does nothing else, for ``limit_seconds`` (``limits``), then the same
-  client replaying tenure's own statement for one task: txn/s and p50; then
+  client replaying tenure's own statement for one task: txn/s and p50 (on
+  PostgreSQL, then 4 such clients at once, as the 4 producer processes); then
   tenure's own bulk write of ``enqueue_bulk`` tasks in one transaction, its
   rows made beforehand, as the bulk enqueue meets the store (new, but for one
   task): tasks/s;
@@ -155,11 +156,14 @@ def measure(system: System, plan: Plan, folder: Path) -> list[Metric]:
 
 def store_limit(system: System, plan: Plan) -> list[Metric]:
     """The store's own limits (tenure's stores only): one-row INSERT
-    transactions, tenure's own statement for one task, replayed, and tenure's
-    bulk write of as many tasks as the bulk enqueue's, its rows made beforehand,
-    once per run on a new store (as the bulk enqueue is measured)."""
+    transactions, tenure's own statement for one task, replayed (by one client,
+    then on PostgreSQL by as many as the many producers' processes), and
+    tenure's bulk write of as many tasks as the bulk enqueue's, its rows made
+    beforehand, once per run on a new store (as the bulk enqueue is measured)."""
     seconds, count = plan.sizes.limit_seconds, plan.sizes.enqueue_bulk
     timed = {"seconds": seconds, "client": "pgbench or sqlite3, 1 connection"}
+    clients = producers.PROCESSES
+    concurrent = {"seconds": seconds, "client": f"pgbench, {clients} connections"}
     bulk = {"tasks": count, "client": "psycopg (COPY) or sqlite3, 1 transaction"}
     return [
         *_limit(plan, "limit.insert", LIMIT_LABEL, lambda: system.store_limit(seconds), timed),
@@ -169,6 +173,14 @@ def store_limit(system: System, plan: Plan) -> list[Metric]:
             TASK_LIMIT_LABEL,
             lambda: system.store_task_limit(seconds),
             timed,
+        ),
+        *_limit(
+            plan,
+            f"limit.task_insert_{clients}",
+            f"{TASK_LIMIT_LABEL}, {clients} clients",
+            lambda: system.store_concurrent_limit(seconds, clients),
+            concurrent,
+            clients=clients,
         ),
         *_limit(
             plan,
@@ -189,10 +201,12 @@ def _limit(
     params: dict[str, Any],
     *,
     per_transaction: int = 1,
+    clients: int = 1,
 ) -> list[Metric]:
     """Rows per second (transactions, or tasks where each transaction writes
     ``per_transaction``) and each transaction's p50, of ``probe``: the seconds
-    of each transaction it timed (none where it measures nothing)."""
+    of each transaction it timed (none where it measures nothing), by
+    ``clients`` clients each busy from start to end."""
     rates: list[float] = []
     p50s: list[float] = []
     unit = "txn/s" if per_transaction == 1 else "tasks/s"
@@ -200,7 +214,7 @@ def _limit(
         took = probe()
         if took is None:
             return []
-        rates.append(len(took) * per_transaction / sum(took))
+        rates.append(len(took) * per_transaction * clients / sum(took))
         p50s.append(statistics.median(took) * 1000)  # a bulk probe times one transaction
         plan.say(f"{label}, run {run}: {rates[-1]:,.0f} {unit}, p50 {p50s[-1]:.3f} ms")
     return [

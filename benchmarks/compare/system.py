@@ -131,6 +131,12 @@ class System(ABC):
         Measured on tenure's; ``None`` elsewhere."""
         return None
 
+    def store_concurrent_limit(self, seconds: float, clients: int) -> list[float] | None:
+        """:meth:`store_task_limit` from ``clients`` clients at once, each with a
+        connection of its own, as many producer processes write. Measured on
+        tenure's PostgreSQL store; ``None`` elsewhere."""
+        return None
+
     def store_bulk_limit(self, count: int) -> list[float] | None:
         """The store's own limit on the statements tenure's bulk enqueue sends
         for ``count`` tasks, their rows made beforehand, on a fresh store of the

@@ -112,15 +112,15 @@ TARGETS: tuple[Target, ...] = (
     _one_per_call(SQLITE, HUEY, 1.25, "SQLite"),
     _bulk(PG, PGQUEUER, 1.0, "PostgreSQL"),
     _bulk(SQLITE, HUEY, 10.0, "SQLite"),
-    *(
-        Target(
-            f"PostgreSQL, {label}, 1 per call: tenure / {PGQUEUER}",
-            Ratio(PG, key, PGQUEUER, key, at_least=1.5),
-        )
-        for key, label in (
-            ("enqueue.threads_8", "8 threads"),
-            ("enqueue.processes_4", "4 processes"),
-        )
+    Target(
+        f"PostgreSQL, 8 threads, 1 per call: tenure / {PGQUEUER}",
+        Ratio(PG, "enqueue.threads_8", PGQUEUER, "enqueue.threads_8", at_least=1.5),
+    ),
+    Target(
+        f"PostgreSQL, 4 processes, 1 per call: tenure / {PGQUEUER}",
+        Ratio(PG, "enqueue.processes_4", PGQUEUER, "enqueue.processes_4", at_least=1.5),
+        Ratio(PG, "enqueue.processes_4", PG, "limit.task_insert_4", at_least=1 / EXCUSE_FACTOR),
+        "rate / tenure's own statement replayed by 4 clients",
     ),
     _latency(PG, "PostgreSQL"),
     _latency(SQLITE, "SQLite"),

@@ -120,6 +120,12 @@ class Tenure(System):
         assert self.places.current is not None  # fresh() made the file
         return limits.sqlite_task_insert(self.places.current, seconds, TOPIC, NOOP)
 
+    def store_concurrent_limit(self, seconds: float, clients: int) -> list[float] | None:
+        if not isinstance(self.places, PostgresDatabases):
+            return None  # SQLite takes one writer at a time: the one-client limit holds
+        self.fresh()
+        return limits.postgres_task_insert(self.url, seconds, TOPIC, NOOP, clients)
+
     def store_bulk_limit(self, count: int) -> list[float]:
         self.fresh()
         if isinstance(self.places, PostgresDatabases):

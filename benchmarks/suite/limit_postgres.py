@@ -84,9 +84,13 @@ def run_pgbench(executable: Path, script: str, url: str, options: Sequence[str])
         return run_pgbench_file(executable, path, url, options)
 
 
-def run_pgbench_file(executable: Path, script: Path, url: str, options: Sequence[str]) -> str:
-    """:func:`run_pgbench` with a script file of the caller's."""
-    argv = [str(executable), "-n", "-M", "prepared", "-c", "1", "-j", "1", *options]
+def run_pgbench_file(
+    executable: Path, script: Path, url: str, options: Sequence[str], clients: int = 1
+) -> str:
+    """:func:`run_pgbench` with a script file of the caller's, and ``clients``
+    clients at once (a thread each)."""
+    threads = ["-c", str(clients), "-j", str(clients)]
+    argv = [str(executable), "-n", "-M", "prepared", *threads, *options]
     # The argv is pgbench, fixed options, a script of ours and the benchmark's database.
     done = subprocess.run(  # noqa: S603
         [*argv, "-f", str(script), url],

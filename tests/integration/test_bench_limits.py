@@ -75,6 +75,18 @@ def test_the_replayed_postgres_insert_writes_what_an_enqueue_writes(
     check_probe(postgres_store, postgres_url, len(took))
 
 
+def test_the_postgres_insert_replayed_by_several_clients_logs_each_of_theirs(
+    postgres_store: Store, postgres_url: str
+) -> None:
+    """As many producer processes: each client's transactions are timed (the
+    log of every pgbench thread is read) and their ids never collide."""
+    took = limits.postgres_task_insert(postgres_url, 1, TOPIC, NAME, clients=3)
+    check_latencies(took)
+    check_probe(postgres_store, postgres_url, len(took))
+    ids = [task.id for task in every_task(postgres_store)]
+    assert len({task_id.split("-")[1] for task_id in ids if task_id.startswith("probe-")}) == 3
+
+
 def test_the_replayed_sqlite_insert_writes_what_an_enqueue_writes(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'probe.db'}"
     app = App(url)
