@@ -11,13 +11,18 @@ producers, the drain) nothing excuses a miss.
 
 The report prints a line per target and the run's JSON keeps them, so a run
 says by itself which targets it meets, which it misses within the store's
-limit, and which it misses.
+limit, and which it misses. A run saved earlier is checked again with
+
+    python -m benchmarks.compare.targets benchmarks/results/compare.json
 """
 
 from __future__ import annotations
 
+import json
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from benchmarks.suite.metrics import Metric
@@ -28,7 +33,7 @@ EXCUSE_FACTOR = 1.1
 STATUSES = ("met", "excused", "missed", "not measured")
 
 PG, SQLITE = "tenure-postgres", "tenure-sqlite"
-PGQUEUER, HUEY = "pgqueuer", "huey-sqlite"
+PGQUEUER, HUEY = "pgqueuer-postgres", "huey-sqlite"
 
 
 @dataclass(frozen=True)
@@ -184,3 +189,38 @@ def lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     counts = [(sum(row["status"] == status for row in rows), status) for status in STATUSES]
     out.append("targets: " + ", ".join(f"{n} {status}" for n, status in counts if n))
     return out
+
+
+def results_of(document: Mapping[str, Any]) -> dict[str, list[Metric]]:
+    """The metrics of a run's JSON (``report.results_json``), by system."""
+    results: dict[str, list[Metric]] = {}
+    for row in document["results"]:
+        metric = Metric(
+            row["key"],
+            row["label"],
+            row["unit"],
+            row["higher_is_better"],
+            row["samples"],
+            row.get("params", {}),
+        )
+        results.setdefault(row["system"], []).append(metric)
+    return results
+
+
+def main(argv: Sequence[str]) -> int:
+    """Check the run saved in the JSON file ``argv[0]`` against the targets."""
+    if len(argv) != 1:
+        print("usage: python -m benchmarks.compare.targets RUN.json", file=sys.stderr)
+        return 2
+    try:
+        document = json.loads(Path(argv[0]).read_text())
+        rows = evaluate(results_of(document))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        print(f"cannot read a comparison run from {argv[0]}: {exc!r}", file=sys.stderr)
+        return 1
+    print("\n".join(lines(rows)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -93,3 +93,19 @@ def test_quick_comparison_on_sqlite(compare_venv: Path, tmp_path: Path) -> None:
     assert len(answered) == 5  # one per call, bulk, latency, two drains
     assert all(row["measured"] > 0 for row in document["targets"] if row["target"] in answered)
     assert "targets: " in done.stdout
+
+
+def test_the_targets_name_systems_the_comparison_measures(compare_venv: Path) -> None:
+    named = "; ".join(
+        [
+            "from benchmarks.compare.runner import SYSTEMS",
+            "from benchmarks.compare.targets import TARGETS",
+            "ratios = [r for t in TARGETS for r in (t.goal, t.excuse) if r is not None]",
+            "print(sorted({s for r in ratios for s in (r.system, r.other)} - set(SYSTEMS)))",
+        ]
+    )
+    done = subprocess.run(
+        [str(compare_venv), "-c", named], check=False, cwd=ROOT, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "[]"

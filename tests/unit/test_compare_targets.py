@@ -4,7 +4,13 @@ not measured."""
 
 from __future__ import annotations
 
-from benchmarks.compare.targets import TARGETS, evaluate, lines
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks.compare.report import results_json
+from benchmarks.compare.targets import TARGETS, evaluate, lines, main
 from benchmarks.suite.metrics import Metric
 
 
@@ -24,10 +30,10 @@ def _status(rows: list[dict], name: str) -> dict:
     return row
 
 
-POSTGRES_SINGLE = "PostgreSQL, 1 task per call: tenure / pgqueuer"
-POSTGRES_BULK = "PostgreSQL, 1 call of many: tenure / pgqueuer"
+POSTGRES_SINGLE = "PostgreSQL, 1 task per call: tenure / pgqueuer-postgres"
+POSTGRES_BULK = "PostgreSQL, 1 call of many: tenure / pgqueuer-postgres"
 POSTGRES_LATENCY = "PostgreSQL, 1 task per call: p50 / the store's one-row INSERT"
-DRAIN = "drain, 1 worker process: tenure / pgqueuer"
+DRAIN = "drain, 1 worker process: tenure / pgqueuer-postgres"
 
 
 def test_a_target_reached_is_met_and_one_missed_near_the_store_limit_is_excused() -> None:
@@ -42,7 +48,7 @@ def test_a_target_reached_is_met_and_one_missed_near_the_store_limit_is_excused(
                 "limit.task_bulk": 60_000.0,  # 0.83 of its own bulk write: not excused
                 "drain.workers_1": 15_000.0,
             },
-            pgqueuer={
+            pgqueuer_postgres={
                 "enqueue.single": 2000.0,
                 "enqueue.bulk": 55_000.0,
                 "drain.workers_1": 5000.0,
@@ -71,10 +77,10 @@ def test_a_miss_without_a_probe_of_the_store_stays_missed() -> None:
     rows = evaluate(
         _run(
             tenure_postgres={"drain.workers_2": 12_000.0, "enqueue.single.p50": 0.5},
-            pgqueuer={"drain.workers_2": 6000.0},
+            pgqueuer_postgres={"drain.workers_2": 6000.0},
         )
     )
-    drain = _status(rows, "drain, 2 worker processes: tenure / pgqueuer")
+    drain = _status(rows, "drain, 2 worker processes: tenure / pgqueuer-postgres")
     assert drain["status"] == "missed"
     assert "excuse" not in drain
     latency = _status(rows, POSTGRES_LATENCY)  # no probe of the store: not measured
@@ -97,14 +103,40 @@ def test_the_report_gives_a_line_per_target_and_a_count() -> None:
                 "limit.task_insert.p50": 0.3,
                 "drain.workers_1": 15_000.0,
             },
-            pgqueuer={"enqueue.single": 2000.0, "drain.workers_1": 5000.0},
+            pgqueuer_postgres={"enqueue.single": 2000.0, "drain.workers_1": 5000.0},
         )
     )
     printed = lines(rows)
     assert len(printed) == len(TARGETS) + 1
     assert (
-        "missed: PostgreSQL, 1 task per call: tenure / pgqueuer 0.80 (>= 1.50); enqueue p50 /"
-        " tenure's own statement replayed 1.67 (<= 1.10 excuses)"
+        "missed: PostgreSQL, 1 task per call: tenure / pgqueuer-postgres 0.80 (>= 1.50);"
+        " enqueue p50 / tenure's own statement replayed 1.67 (<= 1.10 excuses)"
     ) in printed
-    assert "met: drain, 1 worker process: tenure / pgqueuer 3.00 (>= 2.50)" in printed
+    assert "met: drain, 1 worker process: tenure / pgqueuer-postgres 3.00 (>= 2.50)" in printed
     assert printed[-1] == f"targets: 1 met, 1 missed, {len(TARGETS) - 2} not measured"
+
+
+def test_a_saved_run_is_checked_again(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = _run(
+        tenure_postgres={"drain.workers_1": 15_000.0}, pgqueuer_postgres={"drain.workers_1": 5000.0}
+    )
+    saved = tmp_path / "run.json"
+    saved.write_text(json.dumps({"results": results_json(run)}))
+
+    assert main([str(saved)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed == lines(evaluate(run))
+    assert "met: drain, 1 worker process: tenure / pgqueuer-postgres 3.00 (>= 2.50)" in printed
+
+
+def test_a_file_that_is_no_run_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    saved = tmp_path / "run.json"
+    saved.write_text("[]")
+    assert main([str(saved)]) == 1
+    assert main([str(tmp_path / "missing.json")]) == 1
+    assert main([]) == 2
+    errors = capsys.readouterr().err.splitlines()
+    assert len(errors) == 3
+    assert errors[0].startswith(f"cannot read a comparison run from {saved}")
