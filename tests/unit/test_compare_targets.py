@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.compare.report import results_json
-from benchmarks.compare.targets import TARGETS, evaluate, lines, main
+from benchmarks.compare.targets import TARGETS, Ratio, evaluate, lines, main
 from benchmarks.suite.metrics import Metric
 
 
@@ -41,8 +41,9 @@ def test_a_target_reached_is_met_and_one_missed_near_the_store_limit_is_excused(
         _run(
             tenure_postgres={
                 "enqueue.single": 1600.0,
+                "limit.task_insert": 1700.0,  # 0.94 of its own statement's rate: excused
                 "enqueue.single.p50": 0.50,
-                "limit.task_insert.p50": 0.47,  # 1.06x its own statement: excused
+                "limit.task_insert.p50": 0.47,
                 "limit.insert.p50": 0.20,
                 "enqueue.bulk": 50_000.0,
                 "limit.task_bulk": 60_000.0,  # 0.83 of its own bulk write: not excused
@@ -60,11 +61,16 @@ def test_a_target_reached_is_met_and_one_missed_near_the_store_limit_is_excused(
     assert single["status"] == "excused"
     assert single["measured"] == 0.8
     assert single["needed"] == ">= 1.50"
-    assert round(single["excuse"]["measured"], 3) == round(0.50 / 0.47, 3)
+    assert round(single["excuse"]["measured"], 3) == round(1600 / 1700, 3)
+    assert single["excuse"]["needed"] == ">= 0.91"
     bulk = _status(rows, POSTGRES_BULK)
     assert bulk["status"] == "missed"
     assert round(bulk["excuse"]["measured"], 3) == round(50 / 60, 3)
-    assert _status(rows, POSTGRES_LATENCY)["status"] == "excused"  # 2.5x the INSERT, 1.06x its own
+    # 2.5x the INSERT, the store's limit itself: its own statement excuses nothing
+    latency = _status(rows, POSTGRES_LATENCY)
+    assert latency["status"] == "missed"
+    assert latency["measured"] == 2.5
+    assert "excuse" not in latency
     assert _status(rows, DRAIN) == {
         "target": DRAIN,
         "needed": ">= 2.50",
@@ -99,8 +105,7 @@ def test_the_report_gives_a_line_per_target_and_a_count() -> None:
         _run(
             tenure_postgres={
                 "enqueue.single": 1600.0,
-                "enqueue.single.p50": 0.5,
-                "limit.task_insert.p50": 0.3,
+                "limit.task_insert": 3000.0,
                 "drain.workers_1": 15_000.0,
             },
             pgqueuer_postgres={"enqueue.single": 2000.0, "drain.workers_1": 5000.0},
@@ -110,7 +115,7 @@ def test_the_report_gives_a_line_per_target_and_a_count() -> None:
     assert len(printed) == len(TARGETS) + 1
     assert (
         "missed: PostgreSQL, 1 task per call: tenure / pgqueuer-postgres 0.80 (>= 1.50);"
-        " enqueue p50 / tenure's own statement replayed 1.67 (<= 1.10 excuses)"
+        " rate / tenure's own statement replayed 0.53 (>= 0.91 excuses)"
     ) in printed
     assert "met: drain, 1 worker process: tenure / pgqueuer-postgres 3.00 (>= 2.50)" in printed
     assert printed[-1] == f"targets: 1 met, 1 missed, {len(TARGETS) - 2} not measured"
@@ -136,7 +141,19 @@ def test_a_file_that_is_no_run_is_one_line(
     saved.write_text("[]")
     assert main([str(saved)]) == 1
     assert main([str(tmp_path / "missing.json")]) == 1
+    saved.write_text(json.dumps({"results": [{"system": "tenure-sqlite", "key": "k"}]}))
+    assert main([str(saved)]) == 1
     assert main([]) == 2
     errors = capsys.readouterr().err.splitlines()
-    assert len(errors) == 3
+    assert len(errors) == 4
     assert errors[0].startswith(f"cannot read a comparison run from {saved}")
+    assert errors[2] == f"cannot read a comparison run from {saved}: no 'label' in a result"
+    assert main(["--help"]) == 0
+    assert capsys.readouterr().out.startswith("usage: python -m benchmarks.compare.targets")
+
+
+def test_a_ratio_has_exactly_one_bound() -> None:
+    with pytest.raises(ValueError, match="one bound"):
+        Ratio("a", "k", "b", "k")
+    with pytest.raises(ValueError, match="one bound"):
+        Ratio("a", "k", "b", "k", at_least=1.0, at_most=2.0)
