@@ -12,7 +12,6 @@ from rich.table import Table
 from benchmarks.compare.system import System
 from benchmarks.suite import report as bench_report
 from benchmarks.suite.metrics import Metric
-from benchmarks.suite.producers import PROCESSES
 from benchmarks.suite.report import UNSTEADY
 
 WIDTH = 120
@@ -105,8 +104,7 @@ def limits_json(results: Mapping[str, Sequence[Metric]]) -> list[dict[str, Any]]
     """Per system with a measured store limit: its enqueue p50 over the store's
     one-row INSERT p50, its enqueue rate as a share of the store's rate, and the
     same against tenure's own task insert replayed, where that was measured;
-    its bulk enqueue's rate as a share of tenure's own bulk insert's, and its
-    producer processes' as a share of that insert replayed by as many clients."""
+    its bulk enqueue's rate as a share of tenure's own bulk insert's."""
     out = []
     for name, metrics in results.items():
         by_key = {m.key: m for m in metrics}
@@ -124,11 +122,6 @@ def limits_json(results: Mapping[str, Sequence[Metric]]) -> list[dict[str, Any]]
         if bulk is not None and bulk_limit is not None:
             row["task_bulk_rate"] = bulk_limit.median
             row["bulk_share_of_task_bulk"] = bulk.median / bulk_limit.median
-        many = by_key.get(f"enqueue.processes_{PROCESSES}")
-        many_limit = by_key.get(f"limit.task_insert_{PROCESSES}")
-        if many is not None and many_limit is not None:
-            row["task_insert_many_rate"] = many_limit.median
-            row["processes_share_of_task_insert_many"] = many.median / many_limit.median
         out.append(row)
     return out
 
@@ -153,13 +146,6 @@ def limit_lines(results: Mapping[str, Sequence[Metric]]) -> list[str]:
                 f"{row['system']}: bulk enqueue = {row['bulk_share_of_task_bulk']:.0%} of the"
                 f" store's rate for tenure's own bulk insert, its rows made beforehand"
                 f" ({row['task_bulk_rate']:,.0f} tasks/s)"
-            )
-        if "task_insert_many_rate" in row:
-            lines.append(
-                f"{row['system']}: {PROCESSES} producer processes ="
-                f" {row['processes_share_of_task_insert_many']:.0%} of the store's rate for"
-                f" tenure's own 1-task insert replayed by {PROCESSES} clients"
-                f" ({row['task_insert_many_rate']:,.0f} txn/s)"
             )
     return lines
 

@@ -178,7 +178,7 @@ def store_limit(system: System, plan: Plan) -> list[Metric]:
             plan,
             f"limit.task_insert_{clients}",
             f"{TASK_LIMIT_LABEL}, {clients} clients",
-            lambda: system.store_concurrent_limit(seconds, clients),
+            lambda: system.store_task_limit(seconds, clients),
             concurrent,
             clients=clients,
         ),

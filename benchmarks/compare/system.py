@@ -124,17 +124,13 @@ class System(ABC):
         on tenure's; ``None`` elsewhere (before making any store)."""
         return None
 
-    def store_task_limit(self, seconds: float) -> list[float] | None:
+    def store_task_limit(self, seconds: float, clients: int = 1) -> list[float] | None:
         """The store's own limit on the statement tenure sends to enqueue one
-        task, replayed on a fresh store of the system's for ``seconds``: the
-        seconds each transaction took (``benchmarks.compare.limits``).
-        Measured on tenure's; ``None`` elsewhere."""
-        return None
-
-    def store_concurrent_limit(self, seconds: float, clients: int) -> list[float] | None:
-        """:meth:`store_task_limit` from ``clients`` clients at once, each with a
-        connection of its own, as many producer processes write. Measured on
-        tenure's PostgreSQL store; ``None`` elsewhere."""
+        task, replayed on a fresh store of the system's for ``seconds`` by
+        ``clients`` clients at once, each with a connection of its own (as many
+        producer processes write): the seconds each transaction took
+        (``benchmarks.compare.limits``). Measured on tenure's; ``None``
+        elsewhere."""
         return None
 
     def store_bulk_limit(self, count: int) -> list[float] | None:

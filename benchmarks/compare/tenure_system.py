@@ -113,18 +113,14 @@ class Tenure(System):
         assert self.places.current is not None  # fresh() made the file
         return limits.sqlite_insert(self.places.current, seconds)
 
-    def store_task_limit(self, seconds: float) -> list[float]:
-        self.fresh()
-        if isinstance(self.places, PostgresDatabases):
-            return limits.postgres_task_insert(self.url, seconds, TOPIC, NOOP)
-        assert self.places.current is not None  # fresh() made the file
-        return limits.sqlite_task_insert(self.places.current, seconds, TOPIC, NOOP)
-
-    def store_concurrent_limit(self, seconds: float, clients: int) -> list[float] | None:
-        if not isinstance(self.places, PostgresDatabases):
+    def store_task_limit(self, seconds: float, clients: int = 1) -> list[float] | None:
+        if clients > 1 and not isinstance(self.places, PostgresDatabases):
             return None  # SQLite takes one writer at a time: the one-client limit holds
         self.fresh()
-        return limits.postgres_task_insert(self.url, seconds, TOPIC, NOOP, clients)
+        if isinstance(self.places, PostgresDatabases):
+            return limits.postgres_task_insert(self.url, seconds, TOPIC, NOOP, clients)
+        assert self.places.current is not None  # fresh() made the file
+        return limits.sqlite_task_insert(self.places.current, seconds, TOPIC, NOOP)
 
     def store_bulk_limit(self, count: int) -> list[float]:
         self.fresh()
