@@ -36,7 +36,7 @@ POSTGRES_LATENCY = "PostgreSQL, 1 task per call: p50 / the store's one-row INSER
 DRAIN = "drain, 1 worker process: tenure / pgqueuer-postgres"
 
 
-def test_a_target_reached_is_met_and_one_missed_near_the_store_limit_is_excused() -> None:
+def test_met_excused_missed_and_out_of_reach_in_one_run() -> None:
     rows = evaluate(
         _run(
             tenure_postgres={
@@ -75,7 +75,7 @@ def test_a_target_reached_is_met_and_one_missed_near_the_store_limit_is_excused(
     assert latency["measured"] == 2.5
     assert "excuse" not in latency
     assert latency["ceiling"]["measured"] == 0.47 / 0.20
-    assert latency["ceiling"]["needed"] == "<= 1.20"
+    assert latency["ceiling"]["needed"] == "<= 1.32"  # 1.2, with 10% for the probe's noise
     assert _status(rows, DRAIN) == {
         "target": DRAIN,
         "needed": ">= 2.50",
@@ -87,8 +87,19 @@ def test_a_target_reached_is_met_and_one_missed_near_the_store_limit_is_excused(
 def test_a_goal_the_store_allows_no_write_of_tenure_s_to_reach_is_out_of_reach() -> None:
     rows = evaluate(
         _run(
-            tenure_postgres={"enqueue.single": 1500.0, "limit.task_insert": 2000.0},
-            pgqueuer_postgres={"enqueue.single": 2000.0},
+            tenure_postgres={
+                "enqueue.single": 1500.0,
+                "limit.task_insert": 2000.0,
+                "enqueue.bulk": 30_000.0,
+                "limit.task_bulk": 52_000.0,
+                "enqueue.processes_4": 2000.0,
+                "limit.task_insert_4": 4000.0,
+            },
+            pgqueuer_postgres={
+                "enqueue.single": 2000.0,
+                "enqueue.bulk": 55_000.0,
+                "enqueue.processes_4": 2000.0,
+            },
             tenure_sqlite={
                 "enqueue.single.p50": 0.30,
                 "limit.task_insert.p50": 0.13,
@@ -100,15 +111,34 @@ def test_a_goal_the_store_allows_no_write_of_tenure_s_to_reach_is_out_of_reach()
     assert single["status"] == "out of reach"  # 0.75 of its statement: no excuse
     assert single["ceiling"] == {
         "what": "at the store's limit for tenure's write",
-        "needed": ">= 1.50",
+        "needed": ">= 1.36",  # 1.5, with 10% for the probe's noise
         "measured": 1.0,
     }
+    # the bulk write's own rate is 0.95x the goal: within the probe's noise, missed
+    bulk = _status(rows, POSTGRES_BULK)
+    assert bulk["status"] == "missed"
+    assert round(bulk["ceiling"]["measured"], 3) == round(52 / 55, 3)
+    # 4 processes are held to the statement replayed by 4 clients, not by one
+    processes = _status(rows, "PostgreSQL, 4 processes, 1 per call: tenure / pgqueuer-postgres")
+    assert processes["status"] == "missed"
+    assert processes["ceiling"]["measured"] == 2.0
     # the statement alone is 1.08x the INSERT: the client's part is what misses
     latency = _status(rows, "SQLite, 1 task per call: p50 / the store's one-row INSERT")
     assert latency["status"] == "missed"
     assert round(latency["ceiling"]["measured"], 3) == round(0.13 / 0.12, 3)
     printed = lines(rows)
-    assert printed[-1] == f"targets: 1 out of reach, 1 missed, {len(TARGETS) - 2} not measured"
+    assert printed[-1] == f"targets: 1 out of reach, 3 missed, {len(TARGETS) - 4} not measured"
+
+
+def test_a_ceiling_not_measured_says_nothing() -> None:
+    rows = evaluate(_run(tenure_postgres={"enqueue.single.p50": 0.50, "limit.insert.p50": 0.20}))
+    latency = _status(rows, POSTGRES_LATENCY)
+    assert latency["status"] == "missed"
+    assert latency["ceiling"]["measured"] is None
+    assert (
+        "missed: PostgreSQL, 1 task per call: p50 / the store's one-row INSERT 2.50 (<= 1.20);"
+        " at the store's limit for tenure's write - (<= 1.32 within reach)"
+    ) in lines(rows)
 
 
 def test_a_miss_without_a_probe_of_the_store_stays_missed() -> None:
@@ -149,7 +179,7 @@ def test_the_report_gives_a_line_per_target_and_a_count() -> None:
     assert (
         "missed: PostgreSQL, 1 task per call: tenure / pgqueuer-postgres 0.80 (>= 1.50);"
         " rate / tenure's own statement replayed 0.53 (>= 0.91 excuses);"
-        " at the store's limit for tenure's write 1.50 (>= 1.50 needed)"
+        " at the store's limit for tenure's write 1.50 (>= 1.36 within reach)"
     ) in printed
     assert "met: drain, 1 worker process: tenure / pgqueuer-postgres 3.00 (>= 2.50)" in printed
     assert printed[-1] == f"targets: 1 met, 1 missed, {len(TARGETS) - 2} not measured"
