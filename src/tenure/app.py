@@ -8,8 +8,10 @@ with ``@app.task`` can be enqueued by name or run by a worker.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from functools import cached_property, partial
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from functools import partial
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
 from tenure.admin import TaskAdmin
@@ -77,6 +79,12 @@ class App:
         names its sessions ``tenure-<role>`` (``tenure-worker``,
         ``tenure-scheduler``, ``tenure-http``; ``tenure-app`` for your own
         code's enqueues), so ``pg_stat_activity`` tells them apart."""
+        self.events = Events(lambda: self.store)
+        """Follow every transition and report: :class:`~tenure.events.Events`."""
+        self.reports = Reports(lambda: self.store)
+        """The observer's latest reports: ``app.reports.get(key)``, ``.list()``."""
+        self._opened: _Opened | None = None
+        self._opening = threading.Lock()
 
     @property
     def max_payload_bytes(self) -> int:
@@ -115,34 +123,42 @@ class App:
 
     def use(self, url: str) -> None:
         """Point the App at another store before it is first used (``--url``)."""
-        if "store" in self.__dict__:
+        if self.opened:
             raise ConfigError("the App's store is open already; choose the URL before using it")
         self.url = resolve_url(url)
 
-    @cached_property
+    @property
+    def opened(self) -> bool:
+        """Whether the store has been opened (by a first use, and not closed since)."""
+        return self._opened is not None
+
+    @property
     def store(self) -> Store:
-        """The store, opened (and migrated, unless told not to) on first use."""
+        """The store, opened (and migrated, unless told not to) on first use:
+        once, whatever the number of threads that ask for it at the same time."""
+        return self._open().store
+
+    @property
+    def tasks(self) -> TaskAdmin:
+        """Look up, list, count, cancel and retry tasks."""
+        return self._open().tasks
+
+    def _open(self) -> _Opened:
+        opened = self._opened
+        if opened is not None:  # the common case takes no lock
+            return opened
+        with self._opening:
+            if self._opened is None:
+                self._opened = _Opened.of(self._open_store())
+            return self._opened
+
+    def _open_store(self) -> Store:
         options: dict[str, object] = {"max_payload_bytes": self.max_payload_bytes}
         if not self.url.startswith("sqlite"):
             options["role"] = self.role
             if not self.migrate:
                 options["migrate"] = False
         return open_store(self.url, **options)
-
-    @cached_property
-    def tasks(self) -> TaskAdmin:
-        """Look up, list, count, cancel and retry tasks."""
-        return TaskAdmin(self.store)
-
-    @cached_property
-    def events(self) -> Events:
-        """Follow every transition and report: :class:`~tenure.events.Events`."""
-        return Events(lambda: self.store)
-
-    @cached_property
-    def reports(self) -> Reports:
-        """The observer's latest reports: ``app.reports.get(key)``, ``.list()``."""
-        return Reports(lambda: self.store)
 
     @overload
     def task(self, fn: Callable[P, R], /) -> TaskFunction[P, R]: ...
@@ -327,15 +343,46 @@ class App:
         return TaskHandle(self.store, task_id)
 
     def close(self) -> None:
-        """Close the store if it was opened."""
-        if "store" in self.__dict__:
-            self.store.close()
-            del self.__dict__["store"]
-            for cached in ("tasks", "events", "reports"):
-                self.__dict__.pop(cached, None)
+        """Close the store if it was opened; a later use opens it again."""
+        with self._opening:
+            opened, self._opened = self._opened, None
+        if opened is not None:
+            opened.store.close()
+
+    @contextmanager
+    def using(self, url: str) -> Iterator[App]:
+        """The App on the store at ``url`` inside the block (opened on first
+        use there, closed at its end); afterwards on its own store again, as it
+        was: still open if it was, untouched either way. For tests
+        (:func:`tenure.testing.isolated`) and one-off scripts."""
+        with self._opening:
+            saved_url, saved, self._opened = self.url, self._opened, None
+            self.url = resolve_url(url)
+        try:
+            yield self
+        finally:
+            try:
+                self.close()
+            finally:
+                with self._opening:
+                    self.url, self._opened = saved_url, saved
 
     def __repr__(self) -> str:
         return f"App({redact(self.url)!r})"
+
+
+class _Opened:
+    """An App's open store and what is made on it, swapped together."""
+
+    __slots__ = ("store", "tasks")
+
+    def __init__(self, store: Store, tasks: TaskAdmin) -> None:
+        self.store = store
+        self.tasks = tasks
+
+    @classmethod
+    def of(cls, store: Store) -> _Opened:
+        return cls(store, TaskAdmin(store))
 
 
 def load_app(path: str) -> App:

@@ -57,6 +57,10 @@ class Enqueuer(Protocol):
     def store(self) -> Store: ...
 
     @property
+    def opened(self) -> bool:
+        """Whether the store is open already (else its first use opens it)."""
+
+    @property
     def unique_ttl(self) -> float: ...
 
     @property
@@ -235,7 +239,7 @@ class TaskFunction(Generic[P, R]):
         connection = self._options.connection
         if connection is None:
             return await asyncio.to_thread(self._create, tasks)
-        if "store" in vars(self.app):
+        if self.app.opened:
             store = self.app.store
         else:  # its first use opens it (and may migrate it): not on the event loop
             store = await asyncio.to_thread(lambda: self.app.store)

@@ -11,7 +11,6 @@ whole id, so that a script can never change a task other than the one it named.
 from __future__ import annotations
 
 import inspect
-import threading
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -50,7 +49,6 @@ class Api:
     def __init__(self, app: App, document: Mapping[str, Any]) -> None:
         self.app = app
         self.document = document
-        self._opening = threading.Lock()
 
     def routes(self) -> list[Route]:
         """One route per path, its methods dispatched inside, so that a 405 names
@@ -68,13 +66,7 @@ class Api:
 
     async def _work(self, work: Callable[[TaskAdmin], T]) -> T:
         """``work(admin)`` on a worker thread, the store opened first if need be."""
-        return await run_in_threadpool(self._with_admin, work)
-
-    def _with_admin(self, work: Callable[[TaskAdmin], T]) -> T:
-        # The App opens its store on first use; two requests must not both open it.
-        with self._opening:
-            admin = self.app.tasks
-        return work(admin)
+        return await run_in_threadpool(lambda: work(self.app.tasks))
 
     async def openapi(self, request: Request) -> JSONResponse:
         inputs.query(request.query_params)

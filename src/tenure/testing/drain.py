@@ -79,7 +79,7 @@ def draining(app: App) -> bool:
     """Whether a ``run_until_empty`` of ``app``'s store is under way in this
     context (the tasks it runs, and the threads they start, are in it)."""
     moved = ENQUEUE_CLOCK.get()
-    return moved is not None and "store" in vars(app) and moved[0] is app.store
+    return moved is not None and app.opened and moved[0] is app.store
 
 
 def run_until_empty(

@@ -17,25 +17,14 @@ MEMORY_URL = "sqlite:///:memory:"
 """A store private to one opening, gone when it closes (threads of the process
 share it; other processes cannot see it)."""
 
-_CACHED = ("store", "tasks", "events", "reports")
-
 
 @contextmanager
 def isolated(app: App, url: str = MEMORY_URL) -> Iterator[App]:
     """``app`` pointed at the store ``url`` (a fresh private one by default) inside
     the block; afterwards that store is closed and the App is as it was, its own
     store (if it had opened one) untouched."""
-    saved_url = app.url
-    saved = {name: app.__dict__.pop(name) for name in _CACHED if name in app.__dict__}
-    app.use(url)
-    try:
+    with app.using(url):
         yield app
-    finally:
-        try:
-            app.close()
-        finally:
-            app.url = saved_url
-            app.__dict__.update(saved)
 
 
 @contextmanager

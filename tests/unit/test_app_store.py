@@ -1,0 +1,83 @@
+"""The App owns opening its store: once, whatever the number of threads that
+ask at the same time, on every Python the package supports (from 3.12 on,
+``functools.cached_property`` no longer locks, and eight threads opened eight
+stores); ``opened`` says whether it is open, ``close`` and ``using`` swap it."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import tenure.app
+from tenure import App
+from tenure.errors import ConfigError
+from tenure.store import Store
+
+THREADS = 32
+
+
+def test_32_threads_asking_at_once_open_one_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened: list[Store] = []
+    real_open = tenure.app.open_store
+
+    def slow_open(url: str, **options: object) -> Store:
+        # Opening takes a while (a pool connecting, migrations): long enough
+        # for every other thread to ask for the store before it is done.
+        time.sleep(0.3)
+        store = real_open(url, **options)  # type: ignore[arg-type]
+        opened.append(store)
+        return store
+
+    monkeypatch.setattr(tenure.app, "open_store", slow_open)
+    app = App(f"sqlite:///{tmp_path / 'tenure.db'}")
+    start = threading.Barrier(THREADS)
+    got: list[object] = [None] * THREADS
+
+    def ask(index: int) -> None:
+        start.wait()
+        got[index] = app.store if index % 2 else app.tasks.store
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(THREADS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    try:
+        assert len(opened) == 1
+        assert all(store is opened[0] for store in got)
+        assert app.tasks is app.tasks
+    finally:
+        app.close()
+
+
+def test_opened_says_whether_the_store_is_open_and_close_opens_it_anew(tmp_path: Path) -> None:
+    app = App(f"sqlite:///{tmp_path / 'tenure.db'}")
+    assert not app.opened
+    first = app.store
+    assert app.opened and app.tasks.store is first
+    app.close()
+    assert not app.opened
+    second = app.store
+    assert second is not first and app.tasks.store is second
+    with pytest.raises(ConfigError, match="open already"):
+        app.use(f"sqlite:///{tmp_path / 'other.db'}")
+    app.close()
+    app.close()  # closing a closed App does nothing
+
+
+def test_using_another_store_leaves_the_apps_own_as_it_was(tmp_path: Path) -> None:
+    app = App(f"sqlite:///{tmp_path / 'own.db'}")
+    own = app.store
+    with app.using(f"sqlite:///{tmp_path / 'other.db'}") as inside:
+        assert inside is app and app.store is not own
+        assert app.url.endswith("other.db") and app.tasks.store is app.store
+    assert app.store is own and app.tasks.store is own and app.url.endswith("own.db")
+    app.close()
+    with app.using(f"sqlite:///{tmp_path / 'other.db'}"):
+        assert app.store is not None
+    assert not app.opened
