@@ -440,7 +440,7 @@ def test_every_documented_answer_matches_the_document(app: App) -> None:
 
 def _serve_args(**overrides: Any) -> argparse.Namespace:
     values = {"app": "tests.apps.api:app", "host": "127.0.0.1", "port": 0, "insecure": False,
-              "url": None, "log_level": "info", "log_format": "text"}  # fmt: skip
+              "url": None, "log_level": "info", "log_format": "text", "root_path": ""}  # fmt: skip
     return argparse.Namespace(**(values | overrides))
 
 

@@ -65,6 +65,13 @@ def add(
     parser.add_argument(
         "--insecure", action="store_true", help="no token: only on a loopback host, for trying out"
     )
+    parser.add_argument(
+        "--root-path",
+        type=root_path,
+        default="",
+        help="the path a reverse proxy serves this under, removed before it forwards "
+        "(e.g. /queue): the dashboard's links, redirects and cookies begin with it",
+    )
     parser.set_defaults(run=None, serve=serve)
 
 
@@ -73,6 +80,21 @@ def port(text: str) -> int:
     if not text.isdigit() or int(text) > 65535:
         raise argparse.ArgumentTypeError(f"not a port number: {text!r} (0 to 65535)")
     return int(text)
+
+
+def root_path(text: str) -> str:
+    """A path prefix such as ``/queue``: begins with ``/``, does not end with one."""
+    if text == "":
+        return ""
+    if not text.startswith("/") or text.endswith("/") or "//" in text:
+        raise argparse.ArgumentTypeError(
+            f"not a path prefix: {text!r} (begins with /, does not end with one, e.g. /queue)"
+        )
+    if any(char in text for char in "?#%\\") or not text.isprintable() or " " in text:
+        raise argparse.ArgumentTypeError(
+            f"not a path prefix: {text!r} (letters, digits, -, _, . and / only)"
+        )
+    return text
 
 
 def is_loopback(host: str) -> bool:
@@ -122,7 +144,7 @@ def _run(app: App, token: str | None, args: argparse.Namespace) -> None:
     # worker does, instead of being killed by the default action.
     previous = signal.signal(signal.SIGTERM, _stopped)
     try:
-        _announce(app, listening, secured=token is not None)
+        _announce(app, listening, secured=token is not None, root=args.root_path)
         server.run(sockets=[listening])
     finally:
         signal.signal(signal.SIGTERM, previous)
@@ -198,6 +220,7 @@ def build_server(
         access_log=True,
         server_header=False,
         lifespan="off",
+        root_path=args.root_path,
         # A dashboard tab holds a stream of live updates open: a stop waits this
         # long for it, then closes it (the browser reconnects to the next server).
         timeout_graceful_shutdown=3,
@@ -205,17 +228,20 @@ def build_server(
     return Server(config), listening
 
 
-def _announce(app: App, listening: socket.socket, *, secured: bool) -> None:
+def _announce(app: App, listening: socket.socket, *, secured: bool, root: str) -> None:
     host, bound = listening.getsockname()[:2]
     where = f"[{host}]" if ":" in host else host
     guard = "bearer token required" if secured else "NO TOKEN (--insecure)"
+    proxied = f", served under {root} by the proxy" if root else ""
     log.info(
-        "HTTP API of %s on http://%s:%d/api, dashboard on http://%s:%d/ (%s); %d tasks registered",
+        "HTTP API of %s on http://%s:%d/api, dashboard on http://%s:%d/ (%s%s); "
+        "%d tasks registered",
         describe_url(app.url),
         where,
         bound,
         where,
         bound,
         guard,
+        proxied,
         len(app.registry),
     )

@@ -19,6 +19,10 @@ from collections.abc import Callable, Mapping
 from urllib.parse import urlsplit
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+# The router's own computation of the path a route matches (Starlette keeps
+# it in a private module; the mount tests would fail if it moved or changed).
+from starlette._utils import get_route_path
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
@@ -237,7 +241,7 @@ class BearerAuth:
         self._expected = _digest(token.encode())
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] not in ("http", "websocket") or not _guarded(scope["path"]):
+        if scope["type"] not in ("http", "websocket") or not guarded(scope):
             await self.app(scope, receive, send)
             return
         answer = self._check(scope["headers"])
@@ -263,8 +267,13 @@ class BearerAuth:
         return _unauthorized("the bearer token is not valid", challenge)
 
 
-def _guarded(path: str) -> bool:
-    """Whether a path is the API's or the metrics' (bearer token), not the dashboard's."""
+def guarded(scope: Scope) -> bool:
+    """Whether a request is to the API or the metrics (bearer token), not to the
+    dashboard. Decided on the path the routes match, as Starlette's router
+    computes it: under a ``Mount("/queue", ...)`` or a server's ``root_path``,
+    the part after the prefix, so that ``/queue/api/tasks`` is the API wherever
+    the application is served, and never on the raw path."""
+    path = get_route_path(scope)
     return path in {"/metrics", "/api"} or path.startswith("/api/")
 
 
@@ -303,7 +312,7 @@ class Answers:
 
     def _page(self, request: Request) -> Site | None:
         """The dashboard, if it answers for this path."""
-        return None if _guarded(request.url.path) else self.site
+        return None if guarded(request.scope) else self.site
 
     def reply(
         self, request: Request, status: int, field: str | None, message: str,
@@ -340,7 +349,8 @@ class Answers:
         headers = exc.headers or {}
         path = request.url.path
         if exc.status_code == 404:
-            message = f"no route {path}: see /api/openapi.json"
+            document = f"{request.scope.get('root_path', '')}/api/openapi.json"
+            message = f"no route {path}: see {document}"
             return self.reply(request, 404, "path", message, page_message=f"Nothing at {path}.")
         if exc.status_code == 405:
             allowed = headers.get("Allow", "")

@@ -22,7 +22,8 @@ import hmac
 import secrets
 import time
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from starlette.datastructures import FormData
 from starlette.requests import Request
@@ -86,22 +87,34 @@ class Sessions:
         return self._session(session_id)
 
     def set_cookie(self, response: Response, request: Request, value: str) -> None:
-        """Give the browser the session cookie."""
-        response.set_cookie(
-            COOKIE,
-            value,
-            max_age=LIFETIME,
-            path="/",
-            httponly=True,
-            samesite="strict",
-            secure=request.url.scheme == "https",
-        )
+        """Give the browser the session cookie, for the dashboard's paths only."""
+        response.set_cookie(COOKIE, value, max_age=LIFETIME, **cookie_scope(request))
 
     def forget(self, response: Response, request: Request) -> None:
         """Take the session cookie back (logout)."""
-        response.delete_cookie(
-            COOKIE, path="/", httponly=True, samesite="strict", secure=request.url.scheme == "https"
-        )
+        response.delete_cookie(COOKIE, **cookie_scope(request))
+
+
+def root(request: Request) -> str:
+    """Where the dashboard is served: ``""`` at the server's root, else the
+    prefix it is mounted under (``/queue``), from a ``Mount`` or the server's
+    ``root_path``. Every link, form, redirect and cookie of the dashboard
+    begins with it."""
+    prefix: str = request.scope.get("root_path", "")
+    return prefix.rstrip("/")
+
+
+def cookie_scope(request: Request) -> dict[str, Any]:
+    """The attributes of every cookie the dashboard sets or deletes: its own
+    paths only (a cookie path of ``/queue`` is sent to ``/queue`` and below, not
+    to the application it is mounted in), never to a script, never to another
+    site, only over HTTPS when served over it."""
+    return {
+        "path": root(request) or "/",
+        "httponly": True,
+        "samesite": "strict",
+        "secure": request.url.scheme == "https",
+    }
 
 
 def same_origin(request: Request) -> bool:
@@ -129,10 +142,18 @@ def _same(given: str, expected: str) -> bool:
     return hmac.compare_digest(given.encode("utf-8", "surrogateescape"), expected.encode())
 
 
-def safe_next(target: str | None) -> str:
-    """Where to go after login: a path of this site only, never another host."""
+def safe_next(target: str | None, prefix: str = "") -> str:
+    """Where to go after login or an action: a path of the dashboard's own
+    (under ``prefix``, where it is mounted), never another host, never the
+    application it is mounted in; else the overview."""
+    home = prefix + "/"
     if not target or not target.startswith("/") or target.startswith("//"):
-        return "/"
+        return home
     if "\\" in target or any(ord(char) < 32 for char in target):
-        return "/"
+        return home
+    if prefix and not (target == prefix or target.startswith(home)):
+        return home
+    path = unquote(target.partition("?")[0])
+    if any(segment in (".", "..") for segment in path.split("/")):  # a browser resolves them
+        return home
     return target

@@ -13,7 +13,6 @@ an HTML page too (:meth:`Site.error_page`, used by the server's handlers).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -38,7 +37,9 @@ from tenure.http.dashboard.session import (
     FLASH,
     Session,
     Sessions,
+    cookie_scope,
     csrf_ok,
+    root,
     safe_next,
     same_origin,
 )
@@ -56,9 +57,8 @@ class Site:
     def __init__(self, app: App, token: str | None) -> None:
         self.app = app
         self.sessions = Sessions(token)
-        self.templates = Jinja2Templates(directory=HERE / "templates")
+        self.templates = Jinja2Templates(directory=HERE / "templates", context_processors=[_where])
         views.environment(self.templates.env)
-        self._opening = threading.Lock()
         self.live = Broadcaster(self._events)
 
     def routes(self) -> list[BaseRoute]:
@@ -83,16 +83,11 @@ class Site:
 
     # -- the store ------------------------------------------------------------------
 
-    def _open(self) -> App:
-        with self._opening:  # the App opens its store on first use, once
-            self.app.store  # noqa: B018
-        return self.app
-
     def _events(self) -> Events:
-        return self._open().events
+        return self.app.events
 
     def _admin(self) -> TaskAdmin:
-        return self._open().tasks
+        return self.app.tasks
 
     # -- pages ----------------------------------------------------------------------
 
@@ -102,10 +97,10 @@ class Site:
         session, cookie = self._session(request)
         if session is None:
             target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-            return RedirectResponse(f"/login?{urlencode({'next': target})}", 303)
+            return RedirectResponse(f"{root(request)}/login?{urlencode({'next': target})}", 303)
         status, context, headers = 200, {}, {}
         try:
-            context = await run_in_threadpool(lambda: gather(self._open()))
+            context = await run_in_threadpool(lambda: gather(self.app))
         except (InvalidInput, TaskNotFound, StoreUnavailable) as exc:
             template, status, context = "error.html", *_failure(exc)
             headers = {"Retry-After": RETRY_AFTER} if status == 503 else {}
@@ -129,7 +124,7 @@ class Site:
         response = self.templates.TemplateResponse(request, name, context, status_code=status)
         response.headers["Cache-Control"] = "no-store"
         if told is not None:
-            response.delete_cookie(FLASH, path="/")
+            response.delete_cookie(FLASH, **cookie_scope(request))
         return response
 
     def error_page(
@@ -172,7 +167,7 @@ class Site:
     async def task(self, request: Request) -> Response:
         wanted = request.path_params["id"]
         if not wanted:
-            return RedirectResponse("/tasks", 303)
+            return RedirectResponse(f"{root(request)}/tasks", 303)
         return await self.render(request, "task.html", lambda app: pages.task(app, wanted))
 
     async def stream(self, request: Request) -> Response:
@@ -187,13 +182,13 @@ class Site:
     # -- login ----------------------------------------------------------------------
 
     async def login(self, request: Request) -> Response:
-        target = safe_next(request.query_params.get("next"))
+        target = safe_next(request.query_params.get("next"), root(request))
         if self.sessions.open:
             return RedirectResponse(target, 303)
         if request.method == "GET":
             return self._template(request, "login.html", None, {"next": target})
         form = await read_form(request)
-        target = safe_next(str(form.get("next") or "/"))
+        target = safe_next(str(form.get("next") or ""), root(request))
         given = form.get("token")
         if not same_origin(request) or not isinstance(given, str):
             return self._template(request, "login.html", None, {"next": target}, 403)
@@ -210,7 +205,7 @@ class Site:
         refused = self._refused(request, form)
         if refused is not None:
             return refused
-        response = RedirectResponse("/login", 303)
+        response = RedirectResponse(f"{root(request)}/login", 303)
         self.sessions.forget(response, request)
         return response
 
@@ -236,7 +231,8 @@ class Site:
         refused = self._refused(request, form)
         if refused is not None:
             return refused
-        return await self._apply(request, action, [task_id], f"/tasks/{quote(task_id, safe='')}")
+        back = f"{root(request)}/tasks/{quote(task_id, safe='')}"
+        return await self._apply(request, action, [task_id], back)
 
     async def bulk(self, request: Request) -> Response:
         """``POST /tasks``: retry or cancel the tasks ticked on the page, at
@@ -249,7 +245,7 @@ class Site:
         if action not in ACTIONS:
             return self.error_page(request, 400, "Choose retry or cancel.")
         ids = actions.selection(form)
-        back = safe_next(str(form.get("back") or "/tasks"))
+        back = safe_next(str(form.get("back") or f"{root(request)}/tasks"), root(request))
         return await self._apply(request, action, ids, back)
 
     async def _apply(self, request: Request, action: str, ids: list[str], back: str) -> Response:
@@ -257,9 +253,13 @@ class Site:
         with the notice of what was done."""
         outcome = await run_in_threadpool(actions.apply, self._admin, action, ids)
         response = RedirectResponse(back, 303)
-        response.set_cookie(FLASH, outcome.cookie(), max_age=60, path="/", httponly=True,
-                            samesite="strict", secure=request.url.scheme == "https")  # fmt: skip
+        response.set_cookie(FLASH, outcome.cookie(), max_age=60, **cookie_scope(request))
         return response
+
+
+def _where(request: Request) -> dict[str, Any]:
+    """What every template is given about where the dashboard is served."""
+    return {"root": root(request)}
 
 
 def _failure(exc: Exception) -> tuple[int, dict[str, Any]]:

@@ -31,7 +31,7 @@ function follow() {
   const mode = document.body.dataset.live;
   if (!mode || !window.EventSource) return;
   const task = document.body.dataset.task;
-  const source = new EventSource("/live" + (task ? "?task=" + encodeURIComponent(task) : ""));
+  const source = new EventSource(document.body.dataset.root + "/live" + (task ? "?task=" + encodeURIComponent(task) : ""));
   const dot = document.getElementById("live-state");
   let busy = false, again = false, opened = false;
   const changed = async () => {
