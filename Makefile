@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit docs docs-check bench bench-schema clean
+.PHONY: demo test test-pythons lint typecheck unit docs docs-check bench bench-schema clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,28 @@ unit: $(STAMP)
 	$(BIN)/pytest -q tests/chaos
 
 test: lint typecheck docs-check unit
+
+# The other Pythons the package declares (3.11 is the one above): the unit and
+# conformance suites and the HTTP tests on each, in a venv of its own
+# (.venv-3.12, .venv-3.13). Each interpreter is found as pythonX.Y on the PATH
+# or under pyenv's versions; a missing one fails, naming what to install.
+OTHER_PYTHONS ?= 3.12 3.13
+PYTHONS_SUITE := tests/unit tests/conformance tests/integration/test_http_api.py \
+	tests/integration/test_http_mounted.py tests/integration/test_dashboard.py
+
+.venv-%/.installed: pyproject.toml
+	@python=""; for candidate in python$* $$(ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/$*.*/bin/python$* 2>/dev/null | sort -V -r); do \
+		if $$candidate -c '' >/dev/null 2>&1; then python=$$candidate; break; fi; done; \
+	if [ -z "$$python" ]; then echo "Python $* is not installed (pyenv install $*, or set OTHER_PYTHONS)"; exit 1; fi; \
+	echo "Python $*: $$python"; \
+	$$python -m venv .venv-$* && .venv-$*/bin/python -m pip install --quiet --upgrade pip \
+		&& .venv-$*/bin/python -m pip install --quiet -e '.[dev]' && touch $@
+
+test-pythons: $(foreach version,$(OTHER_PYTHONS),.venv-$(version)/.installed)
+	@for version in $(OTHER_PYTHONS); do \
+		echo "== Python $$version"; \
+		.venv-$$version/bin/pytest -q -n $(TEST_WORKERS) -p no:cacheprovider $(PYTHONS_SUITE) || exit 1; \
+	done
 
 # The documentation site (mkdocs.yml, docs/): `make docs` builds it into site/ (or
 # DOCS_SITE=path); a warning fails the build. Nothing in it needs the network.
@@ -95,4 +117,4 @@ chaos: $(STAMP)
 	$(BIN)/python -m chaos $(CHAOS_ARGS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache tenure.db* site
+	rm -rf $(VENV) .venv-3.* .pytest_cache .mypy_cache .ruff_cache tenure.db* site

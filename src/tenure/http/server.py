@@ -156,6 +156,8 @@ def loopback_host(host: str | None) -> bool:
         address = ipaddress.ip_address(name or literal)
     except ValueError:  # a host name: it may resolve to anything
         return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return False  # ::ffff:127.0.0.1 is loopback from Python 3.13 on; never here
     return address.is_loopback and (address.version == 6) == (literal is not None)
 
 

@@ -23,7 +23,8 @@ class _Connection:
     """A thread's connection and the lock that ``close()`` takes before closing it.
 
     Weakly tracked: when its thread ends, the thread-local reference goes, and
-    the connection is closed by the garbage collector instead of leaking.
+    the connection is closed when this is collected instead of leaking (closed
+    here, not left to sqlite3's own finaliser, which warns from Python 3.13 on).
     """
 
     __slots__ = ("__weakref__", "conn", "in_use")
@@ -31,6 +32,9 @@ class _Connection:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
         self.in_use = threading.RLock()
+
+    def __del__(self) -> None:
+        self.conn.close()  # a no-op if close() or _forget() closed it already
 
 
 class Connections:
