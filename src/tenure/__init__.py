@@ -11,6 +11,7 @@ from tenure.app import App
 from tenure.control import Current, Retry, Snooze, current
 from tenure.errors import (
     AlreadyDone,
+    AmbiguousId,
     ConfigError,
     DuplicateTask,
     EventsPruned,
@@ -41,6 +42,7 @@ __version__ = "0.1.0"
 __all__ = [
     "TRANSITIONS",
     "AlreadyDone",
+    "AmbiguousId",
     "App",
     "Backoff",
     "Call",

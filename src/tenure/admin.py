@@ -6,7 +6,7 @@ import builtins
 from collections.abc import Collection, Iterator
 from datetime import datetime
 
-from tenure.errors import InvalidInput, TaskNotFound
+from tenure.errors import AmbiguousId, TaskNotFound
 from tenure.store import Store, TaskFilter, UniqueLock
 from tenure.store.operating import DEFAULT_WINDOW
 from tenure.store.types import Event, GroupProgress, MinuteRate, Page, QueueStats, WorkerInfo
@@ -32,15 +32,15 @@ class TaskAdmin:
 
     def resolve(self, id_or_prefix: str) -> Task:
         """The task whose id is ``id_or_prefix``, or else the one task whose id
-        begins with it; ``TaskNotFound`` if none, ``InvalidInput`` if several."""
+        begins with it; ``TaskNotFound`` if none, ``AmbiguousId`` if several."""
         task = self.store.task_get(id_or_prefix)
         if task is not None:
             return task
         found = self.store.task_find(id_or_prefix)
         if len(found) > 1:
-            raise InvalidInput("task_id", f"{id_or_prefix!r} begins more than one task's id")
+            raise AmbiguousId(id_or_prefix)
         if not found:
-            raise TaskNotFound(id_or_prefix)
+            raise TaskNotFound(id_or_prefix, prefix=True)
         return self.get(found[0])
 
     def history(self, task_id: str) -> builtins.list[Event]:

@@ -43,11 +43,20 @@ class InvalidInput(TenureError, ValueError):
         self.message = message
 
 
-class TaskNotFound(TenureError, LookupError):
-    """No task has the given id."""
+class AmbiguousId(InvalidInput):
+    """An id prefix that begins more than one task's id: give more of it."""
 
-    def __init__(self, task_id: str, where: str | None = None) -> None:
-        super().__init__(f"no task with id {task_id!r}" + (f" in {where}" if where else ""))
+    def __init__(self, prefix: str) -> None:
+        super().__init__("task_id", f"{prefix!r} begins more than one task's id")
+        self.prefix = prefix
+
+
+class TaskNotFound(TenureError, LookupError):
+    """No task has the given id (or, looked up by a prefix, begins with it)."""
+
+    def __init__(self, task_id: str, where: str | None = None, *, prefix: bool = False) -> None:
+        what = "no task's id is or begins with" if prefix else "no task with id"
+        super().__init__(f"{what} {task_id!r}" + (f" in {where}" if where else ""))
         self.task_id = task_id
 
 

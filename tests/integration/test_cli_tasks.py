@@ -132,7 +132,7 @@ def test_show_takes_a_unique_prefix_and_shows_error_and_history(
     assert main(["show", "dup-", "--url", store_url]) == 2
     assert "begins more than one task's id" in one_line(capsys)
     assert main(["show", "nothing", "--url", store_url]) == 1
-    assert "no task with id 'nothing' in" in one_line(capsys)
+    assert "no task's id is or begins with 'nothing' in" in one_line(capsys)
 
 
 def test_retry_and_cancel_by_ids_and_by_filter(

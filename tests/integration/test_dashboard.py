@@ -132,15 +132,15 @@ def test_user_text_is_escaped_everywhere(app: App, browser: TestClient) -> None:
 
 def test_bad_filters_and_unknown_tasks_are_pages_that_say_why(browser: TestClient) -> None:
     bad = browser.get("/tasks", params={"status": "sleeping"})
-    assert bad.status_code == 400
-    assert "no such status" in bad.text
+    assert bad.status_code == 422
+    assert "unknown status" in bad.text
     tampered = browser.get("/tasks", params={"after": "not-a-cursor"})
-    assert tampered.status_code == 400
+    assert tampered.status_code == 422
     missing = browser.get("/tasks/no-such-task")
     assert missing.status_code == 404
     assert "no-such-task" in missing.text
     too_long = browser.get("/tasks", params={"name": "x" * 501})
-    assert too_long.status_code == 400
+    assert too_long.status_code == 422
 
 
 def test_retry_and_cancel_need_the_forms_csrf_token(app: App, browser: TestClient) -> None:

@@ -38,7 +38,7 @@ def test_cli_reports_failures_with_exit_code_1_and_mistakes_with_2(
 ) -> None:
     url = f"sqlite:///{tmp_path / 'cli.db'}"
     assert main(["--url", url, "cancel", "missing"]) == 1
-    assert "no task with id" in capsys.readouterr().err
+    assert "no task's id is or begins with" in capsys.readouterr().err
     assert main(["--url", url, "tasks", "--status", "bogus"]) == 2
     assert main(["--url", url, "show", "missing"]) == 1
 

@@ -125,7 +125,7 @@ def test_unknown_task_id_is_a_failure_naming_the_store(
 ) -> None:
     assert main(["show", "nope"]) == 1
     line = one_line(capsys)
-    assert "no task with id 'nope'" in line and str(user_dir / "tenure.db") in line
+    assert "no task's id is or begins with 'nope'" in line and str(user_dir / "tenure.db") in line
 
 
 def test_completion_prints_a_script(user_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -13,6 +13,7 @@ def test_exported_names_are_pinned() -> None:
         [
             "TRANSITIONS",
             "AlreadyDone",
+            "AmbiguousId",
             "App",
             "Backoff",
             "Call",
@@ -93,6 +94,7 @@ def test_every_error_derives_from_tenure_error() -> None:
     for lease_error in (tenure.WrongOwner, tenure.LeaseExpired, tenure.LeaseLost):
         assert issubclass(lease_error, LeaseError)
     assert issubclass(tenure.AlreadyDone, tenure.InvalidTransition)
+    assert issubclass(tenure.AmbiguousId, tenure.InvalidInput)  # the command line's exit 2
 
 
 def test_status_is_a_string_enum() -> None:

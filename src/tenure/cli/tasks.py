@@ -219,7 +219,7 @@ def _resolve(admin: TaskAdmin, task_id: str, args: argparse.Namespace) -> Task:
     try:
         return admin.resolve(task_id)
     except TaskNotFound:
-        raise TaskNotFound(task_id, where(args)) from None
+        raise TaskNotFound(task_id, where(args), prefix=True) from None
 
 
 # -- retry, cancel, purge -----------------------------------------------------------------

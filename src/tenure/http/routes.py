@@ -22,7 +22,7 @@ from starlette.routing import Route
 
 from tenure.admin import TaskAdmin
 from tenure.app import App
-from tenure.errors import InvalidInput, InvalidTransition, TaskNotFound
+from tenure.errors import InvalidInput
 from tenure.function import TaskFunction
 from tenure.http import inputs
 from tenure.http.inputs import ApiError
@@ -168,24 +168,15 @@ def enqueue(function: TaskFunction[Any, Any], wanted: inputs.Enqueue) -> Task:
 
 
 def resolve(admin: TaskAdmin, id_or_prefix: str) -> Task:
-    """The task an id, or the one id a prefix begins, names: 404 if none, 409
-    if the prefix begins several ids (it named one task once, maybe)."""
+    """The task an id, or the one id a prefix begins, names: ``TaskNotFound``
+    if none (404), ``AmbiguousId`` if the prefix begins several ids (409: it
+    named one task once, maybe); :mod:`~tenure.http.refusals` says how."""
     inputs.task_id(id_or_prefix)
-    try:
-        return admin.resolve(id_or_prefix)
-    except InvalidInput as ambiguous:  # the id itself was checked above
-        raise ApiError(409, "id", ambiguous.message) from None
-    except TaskNotFound:
-        raise ApiError(404, "id", f"no task's id is or begins with {id_or_prefix!r}") from None
+    return admin.resolve(id_or_prefix)
 
 
 def change(act: Callable[[str], Task], task_id: str) -> Task:
-    """Retry or cancel the task ``task_id`` (a whole id): 404 if there is none,
-    409 if its status does not allow it."""
+    """Retry or cancel the task ``task_id`` (a whole id): ``TaskNotFound`` if
+    there is none (404), ``InvalidTransition`` if its status refuses (409)."""
     inputs.task_id(task_id)
-    try:
-        return act(task_id)
-    except TaskNotFound:
-        raise ApiError(404, "id", f"no task with id {task_id!r} (give the whole id)") from None
-    except InvalidTransition as refused:
-        raise ApiError(409, "status", str(refused)) from None
+    return act(task_id)

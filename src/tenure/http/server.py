@@ -34,19 +34,11 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tenure.app import App
-from tenure.errors import (
-    ConfigError,
-    DuplicateTask,
-    InvalidInput,
-    InvalidTransition,
-    StoreUnavailable,
-    TaskNotFound,
-    TenureError,
-    UniqueConflict,
-)
+from tenure.errors import ConfigError, StoreUnavailable, TenureError
 from tenure.http.dashboard import Site
 from tenure.http.inputs import ApiError
 from tenure.http.openapi import document
+from tenure.http.refusals import refusal
 from tenure.http.routes import Api, reply
 from tenure.http.shapes import error_json
 from tenure.metrics import store_registry
@@ -54,8 +46,6 @@ from tenure.metrics import store_registry
 log = logging.getLogger("tenure.http")
 
 MIN_TOKEN_LENGTH = 16
-RETRY_AFTER = "5"
-"""Seconds a client is asked to wait after a 503, while the store is out of reach."""
 
 
 def create_app(
@@ -295,15 +285,6 @@ async def _api_error(request: Request, exc: Exception) -> Response:
     return _error(exc.status, exc.field, exc.message, exc.headers)
 
 
-# Refusals of the store's, as the client's mistakes or the task's state.
-_REFUSALS: tuple[tuple[type[TenureError], int, str | None], ...] = (
-    (TaskNotFound, 404, "id"),
-    (DuplicateTask, 409, "options.id"),
-    (InvalidTransition, 409, "status"),
-    (UniqueConflict, 409, None),
-)
-
-
 class Answers:
     """The exception handlers: each failure in JSON for the API and the metrics
     (and everywhere without a dashboard), as an HTML page on the dashboard's
@@ -329,20 +310,17 @@ class Answers:
         return _error(status, field, message, headers)
 
     async def tenure_error(self, request: Request, exc: Exception) -> Response:
+        """A refusal as :mod:`~tenure.http.refusals` says; any other error of
+        tenure's a failure."""
         assert isinstance(exc, TenureError)
-        if isinstance(exc, InvalidInput):
-            return self.reply(request, 422, exc.field, exc.message)
-        for kind, status, field in _REFUSALS:
-            if isinstance(exc, kind):
-                return self.reply(request, status, field, str(exc))
+        answer = refusal(exc)
+        if answer is None:
+            log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+            return self._failed(request)
         if isinstance(exc, StoreUnavailable):
             log.warning("%s %s: %s", request.method, request.url.path, exc)
-            message = "the store cannot be reached now; try again later"
-            page = "The store cannot be reached now; try again shortly."
-            headers = {"Retry-After": RETRY_AFTER}
-            return self.reply(request, 503, None, message, headers, page_message=page)
-        log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
-        return self._failed(request)
+        return self.reply(request, answer.status, answer.field, answer.message, answer.headers,
+                          page_message=answer.sentence())  # fmt: skip
 
     async def http_error(self, request: Request, exc: Exception) -> Response:
         """Starlette's own refusals: no such route (404), a method the route

@@ -17,6 +17,7 @@ from tenure.errors import InvalidInput
 from tenure.http.dashboard import charts
 from tenure.maintenance.periodic import periodic_states
 from tenure.store import TaskFilter
+from tenure.store.validate import status as check_status
 from tenure.task import FINISHED, RETRYABLE, Status
 
 PAGE_SIZE = 50
@@ -66,10 +67,8 @@ def listing(query: Mapping[str, str]) -> Listing:
         if len(value) > MAX_FILTER:
             raise InvalidInput(key, f"at most {MAX_FILTER} characters")
     status = given.get("status")
-    if status is not None and status not in {s.value for s in Status}:
-        raise InvalidInput("status", f"no such status: {status!r}")
     filters = TaskFilter(
-        status=None if status is None else Status(status),
+        status=None if status is None else check_status(status),
         topic=given.get("topic"),
         sub_topic=given.get("sub_topic"),
         name=given.get("name"),

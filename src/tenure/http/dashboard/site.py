@@ -28,7 +28,7 @@ from starlette.templating import Jinja2Templates
 
 from tenure.admin import TaskAdmin
 from tenure.app import App
-from tenure.errors import InvalidInput, StoreUnavailable, TaskNotFound
+from tenure.errors import TenureError
 from tenure.events import Events
 from tenure.http.dashboard import actions, pages, views
 from tenure.http.dashboard.actions import ACTIONS, Outcome, read_form
@@ -43,10 +43,9 @@ from tenure.http.dashboard.session import (
     safe_next,
     same_origin,
 )
+from tenure.http.refusals import refusal
 
 HERE = Path(__file__).parent
-RETRY_AFTER = "5"
-"""Seconds a browser is asked to wait after a 503, while the store is out of reach."""
 
 Gather = Callable[[App], dict[str, Any]]
 
@@ -98,12 +97,15 @@ class Site:
         if session is None:
             target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
             return RedirectResponse(f"{root(request)}/login?{urlencode({'next': target})}", 303)
-        status, context, headers = 200, {}, {}
+        status, context, headers = 200, {}, dict[str, str]()
         try:
             context = await run_in_threadpool(lambda: gather(self.app))
-        except (InvalidInput, TaskNotFound, StoreUnavailable) as exc:
-            template, status, context = "error.html", *_failure(exc)
-            headers = {"Retry-After": RETRY_AFTER} if status == 503 else {}
+        except TenureError as exc:
+            answer = refusal(exc)
+            if answer is None:  # a failure: the server's handlers log it
+                raise
+            template, status, headers = "error.html", answer.status, dict(answer.headers)
+            context = {"code": answer.status, "message": answer.sentence()}
         response = self._template(request, template, session, context, status)
         response.headers.update(headers)
         if cookie is not None:
@@ -260,11 +262,3 @@ class Site:
 def _where(request: Request) -> dict[str, Any]:
     """What every template is given about where the dashboard is served."""
     return {"root": root(request)}
-
-
-def _failure(exc: Exception) -> tuple[int, dict[str, Any]]:
-    if isinstance(exc, InvalidInput):
-        return 400, {"code": 400, "message": f"{exc.field}: {exc.message}"}
-    if isinstance(exc, TaskNotFound):
-        return 404, {"code": 404, "message": f"No task's id is or begins with {exc.task_id!r}."}
-    return 503, {"code": 503, "message": "The store cannot be reached now; try again shortly."}
