@@ -26,12 +26,14 @@ from urllib.parse import quote
 
 import httpx
 import pytest
+from starlette.routing import Route
 from starlette.testclient import TestClient
 
 from examples.mounting import fastapi_site, starlette_site
 from tenure import App, Status
 from tenure.cli import http as cli_http
 from tenure.http import create_app
+from tenure.http.dashboard import Site
 from tenure.http.openapi import document
 from tests.apps.api import make_app, seed
 
@@ -44,19 +46,29 @@ SERVINGS = ["starlette", "fastapi", "serve --root-path"]
 
 
 class ReverseProxy(httpx.BaseTransport):
-    """What a reverse proxy in front of ``tenure serve --root-path /queue``
-    does: it forwards ``/queue/…`` as ``/…`` and answers nothing else."""
+    """What a reverse proxy serving ``https://ops.example/queue/`` in front of
+    ``tenure serve --root-path /queue`` does (nginx's ``proxy_pass`` with the
+    ``Host`` and ``X-Forwarded-Proto`` headers set): it forwards ``/queue/…``
+    as ``/…`` over plain HTTP, saying which host and scheme the browser used,
+    and answers nothing else."""
 
-    def __init__(self, prefix: str) -> None:
+    def __init__(self, prefix: str, port: int) -> None:
         self.prefix = prefix.encode()
+        self.port = port
         self.upstream = httpx.HTTPTransport()
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         path = request.url.raw_path
         if not path.startswith(self.prefix + b"/"):
             return httpx.Response(404, text="not proxied")
-        request.url = request.url.copy_with(raw_path=path[len(self.prefix) :])
-        return self.upstream.handle_request(request)
+        headers = httpx.Headers(request.headers)
+        headers["X-Forwarded-Proto"] = request.url.scheme
+        headers["X-Forwarded-For"] = "203.0.113.7"
+        url = httpx.URL(f"http://127.0.0.1:{self.port}").copy_with(
+            raw_path=path[len(self.prefix) :]
+        )
+        forwarded = httpx.Request(request.method, url, headers=headers, content=request.read())
+        return self.upstream.handle_request(forwarded)
 
     def close(self) -> None:
         self.upstream.close()
@@ -70,6 +82,11 @@ class Served:
     client: httpx.Client
     how: str
     app: App
+
+    @property
+    def origin(self) -> str:
+        """What a browser's ``Origin`` says on a page of the server."""
+        return str(self.client.base_url).rstrip("/")
 
 
 @pytest.fixture
@@ -109,9 +126,9 @@ def _served_by_tenure(url: str) -> Any:
             seen.append(server.stderr.readline())
         port = re.search(r"http://127\.0\.0\.1:(\d+)/api", seen[-1])
         assert port, "".join(seen)
-        base = f"http://127.0.0.1:{port[1]}"
+        proxy = ReverseProxy(PREFIX, int(port[1]))
         try:
-            with httpx.Client(base_url=base, transport=ReverseProxy(PREFIX)) as client:
+            with httpx.Client(base_url="https://ops.example", transport=proxy) as client:
                 yield client
         finally:
             server.terminate()
@@ -181,6 +198,16 @@ def test_api_answers_under_a_prefix_name_where_they_are(served: Served) -> None:
     assert client.get(f"{PREFIX}/api/nothing-here").status_code == 401
 
 
+def _site_pages(app: App) -> set[str]:
+    """The dashboard's pages without parameters, as its routes declare them."""
+    routes = Site(app, TOKEN).routes()
+    return {
+        route.path for route in routes
+        if isinstance(route, Route) and "GET" in (route.methods or ())
+        and "{" not in route.path and route.path not in ("/login", "/live")
+    }  # fmt: skip
+
+
 _LINK = re.compile(r'(?:href|src|action)="([^"]*)"')
 
 
@@ -196,6 +223,7 @@ def test_every_dashboard_page_asks_for_a_login_and_stays_under_the_prefix(
     served: Served,
 ) -> None:
     client, task_id = served.client, _task(served.app)
+    assert set(PAGES) == _site_pages(served.app), "a page of the dashboard is not checked here"
     pages = [*PAGES, f"/tasks/{quote(task_id, safe='')}"]
     for page in pages:
         answer = client.get(PREFIX + page, follow_redirects=False)
@@ -237,15 +265,19 @@ def test_dashboard_actions_work_under_the_prefix_and_only_with_a_session(served:
     page = client.get(f"{PREFIX}/tasks/{quoted}").text
     csrf = re.search(r'name="csrf" value="([^"]+)"', page)
     assert csrf and f'action="{cancel}"' in page
-    done = client.post(cancel, data={"csrf": csrf[1]}, follow_redirects=False)
+    elsewhere = {"Origin": "https://evil.example"}
+    assert client.post(cancel, data={"csrf": csrf[1]}, headers=elsewhere).status_code == 403
+    here = {"Origin": served.origin}
+    done = client.post(cancel, data={"csrf": csrf[1]}, headers=here, follow_redirects=False)
     assert done.status_code == 303 and done.headers["location"] == f"{PREFIX}/tasks/{quoted}"
     notice = SimpleCookie(done.headers["set-cookie"])["tenure_notice"]
     assert notice["path"] == PREFIX
+    assert bool(notice["secure"]) == served.origin.startswith("https:")  # behind the TLS proxy
     assert "Cancelled 1 task" in client.get(done.headers["location"]).text
     assert app.tasks.get(task_id).status is Status.CANCELLED
     back = f"{PREFIX}/tasks?status=cancelled"
     form = {"csrf": csrf[1], "action": "retry", "id": task_id, "back": back}
-    retried = client.post(f"{PREFIX}/tasks", data=form, follow_redirects=False)
+    retried = client.post(f"{PREFIX}/tasks", data=form, headers=here, follow_redirects=False)
     assert retried.status_code == 303 and retried.headers["location"] == back
     assert app.tasks.get(task_id).status is Status.PENDING
     out = client.post(f"{PREFIX}/logout", data={"csrf": csrf[1]}, follow_redirects=False)
