@@ -44,7 +44,8 @@ test: lint typecheck docs-check unit
 # or under pyenv's versions; a missing one fails, naming what to install.
 OTHER_PYTHONS ?= 3.12 3.13
 PYTHONS_SUITE := tests/unit tests/conformance tests/integration/test_http_api.py \
-	tests/integration/test_http_mounted.py tests/integration/test_dashboard.py
+	tests/integration/test_http_mounted.py tests/integration/test_http_refusals.py \
+	tests/integration/test_dashboard.py
 
 .venv-%/.installed: pyproject.toml
 	@python=""; for candidate in python$* $$(ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/$*.*/bin/python$* 2>/dev/null | sort -V -r); do \

@@ -361,11 +361,13 @@ class App:
         try:
             yield self
         finally:
-            try:
-                self.close()
-            finally:
-                with self._opening:
-                    self.url, self._opened = saved_url, saved
+            # Swapped back at once, so that no thread opens the block's store
+            # anew while it closes; then closed.
+            with self._opening:
+                inside, self._opened = self._opened, saved
+                self.url = saved_url
+            if inside is not None:
+                inside.store.close()
 
     def __repr__(self) -> str:
         return f"App({redact(self.url)!r})"

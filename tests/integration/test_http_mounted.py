@@ -14,9 +14,11 @@ check hold there too.
 from __future__ import annotations
 
 import os
+import queue
 import re
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from http.cookies import SimpleCookie
@@ -120,10 +122,12 @@ def _served_by_tenure(url: str) -> Any:
         command = [sys.executable, "-m", "tests.apps.api", "serve", "--app", "tests.apps.api:app",
                    "--port", "0", "--url", url, "--root-path", PREFIX]  # fmt: skip
         server = subprocess.Popen(command, cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
-        assert server.stderr is not None
-        seen = [server.stderr.readline()]
+        lines: queue.Queue[str] = queue.Queue()
+        reader = threading.Thread(target=_read_lines, args=(server, lines), daemon=True)
+        reader.start()  # read to its end, so that uvicorn's access lines never fill the pipe
+        seen = [lines.get(timeout=30)]
         while seen[-1] and "HTTP API of" not in seen[-1]:
-            seen.append(server.stderr.readline())
+            seen.append(lines.get(timeout=30))
         port = re.search(r"http://127\.0\.0\.1:(\d+)/api", seen[-1])
         assert port, "".join(seen)
         proxy = ReverseProxy(PREFIX, int(port[1]))
@@ -132,9 +136,19 @@ def _served_by_tenure(url: str) -> Any:
                 yield client
         finally:
             server.terminate()
-            server.communicate(timeout=20)
+            server.wait(timeout=20)
+            reader.join(timeout=20)
+            assert server.stderr is not None
+            server.stderr.close()
 
     return running()
+
+
+def _read_lines(server: subprocess.Popen[str], lines: queue.Queue[str]) -> None:
+    assert server.stderr is not None
+    for line in server.stderr:
+        lines.put(line)
+    lines.put("")  # the end: the server is gone
 
 
 def _task(app: App) -> str:
@@ -247,6 +261,14 @@ def test_every_dashboard_page_asks_for_a_login_and_stays_under_the_prefix(
     assert len(assets) == 3
     for asset in sorted(assets):
         assert client.get(asset).status_code == 200, asset
+    # An error under the static files' own mount still knows where the
+    # dashboard begins: its page links there, and is a page, not JSON.
+    for missing in (f"{PREFIX}/static/nope.css", f"{PREFIX}/static/api/nope"):
+        answer = client.get(missing)
+        assert answer.status_code == 404 and answer.headers["content-type"].startswith("text/html")
+        links = [link for link in _LINK.findall(answer.text) if link]
+        assert links and all(link.startswith(f"{PREFIX}/") for link in links), links
+        assert not any(link.startswith(f"{PREFIX}/static/static/") for link in links), links
     streamed = client.head(f"{PREFIX}/live")
     assert streamed.status_code == 200
     assert streamed.headers["content-type"].startswith("text/event-stream")
@@ -295,6 +317,8 @@ def test_dashboard_actions_work_under_the_prefix_and_only_with_a_session(served:
         (f"{PREFIX}/%2e%2e/admin", f"{PREFIX}/"),
         (f"{PREFIX}extra/tasks", f"{PREFIX}/"),  # shares the letters, not the path
         ("//evil.example/queue/", f"{PREFIX}/"),
+        (f"{PREFIX}/..#/admin", f"{PREFIX}/"),  # the dots before a fragment too
+        (f"{PREFIX}/tasks#older", f"{PREFIX}/tasks#older"),
         ("https://evil.example/queue/", f"{PREFIX}/"),
     ],
 )

@@ -19,10 +19,6 @@ from collections.abc import Callable, Mapping
 from urllib.parse import urlsplit
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-
-# The router's own computation of the path a route matches (Starlette keeps
-# it in a private module; the mount tests would fail if it moved or changed).
-from starlette._utils import get_route_path
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
@@ -41,6 +37,7 @@ from tenure.http.openapi import document
 from tenure.http.refusals import refusal
 from tenure.http.routes import Api, reply
 from tenure.http.shapes import error_json
+from tenure.http.where import Rooted, root, route_path
 from tenure.metrics import store_registry
 
 log = logging.getLogger("tenure.http")
@@ -66,7 +63,7 @@ def create_app(
     """
     expected = _checked_token(token, insecure)
     served = document(secured=not insecure)
-    middleware = [Middleware(SecurityHeaders)]
+    middleware = [Middleware(Rooted), Middleware(SecurityHeaders)]
     if expected is None:
         middleware.append(Middleware(LoopbackOnly))
     else:
@@ -265,7 +262,7 @@ def guarded(scope: Scope) -> bool:
     computes it: under a ``Mount("/queue", ...)`` or a server's ``root_path``,
     the part after the prefix, so that ``/queue/api/tasks`` is the API wherever
     the application is served, and never on the raw path."""
-    path = get_route_path(scope)
+    path = route_path(scope)
     return path in {"/metrics", "/api"} or path.startswith("/api/")
 
 
@@ -329,7 +326,7 @@ class Answers:
         headers = exc.headers or {}
         path = request.url.path
         if exc.status_code == 404:
-            document = f"{request.scope.get('root_path', '')}/api/openapi.json"
+            document = f"{root(request.scope)}/api/openapi.json"
             message = f"no route {path}: see {document}"
             return self.reply(request, 404, "path", message, page_message=f"Nothing at {path}.")
         if exc.status_code == 405:

@@ -29,6 +29,8 @@ from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import Response
 
+from tenure.http.where import root as served_root
+
 COOKIE = "tenure_session"
 LIFETIME = 12 * 3600
 """Seconds a login lasts."""
@@ -97,11 +99,8 @@ class Sessions:
 
 def root(request: Request) -> str:
     """Where the dashboard is served: ``""`` at the server's root, else the
-    prefix it is mounted under (``/queue``), from a ``Mount`` or the server's
-    ``root_path``. Every link, form, redirect and cookie of the dashboard
-    begins with it."""
-    prefix: str = request.scope.get("root_path", "")
-    return prefix.rstrip("/")
+    prefix it is mounted under (``/queue``); see :mod:`tenure.http.where`."""
+    return served_root(request.scope)
 
 
 def cookie_scope(request: Request) -> dict[str, Any]:
@@ -153,7 +152,7 @@ def safe_next(target: str | None, prefix: str = "") -> str:
         return home
     if prefix and not (target == prefix or target.startswith(home)):
         return home
-    path = unquote(target.partition("?")[0])
+    path = unquote(urlsplit(target).path)  # without its query or fragment
     if any(segment in (".", "..") for segment in path.split("/")):  # a browser resolves them
         return home
     return target
