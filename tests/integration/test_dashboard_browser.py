@@ -6,7 +6,8 @@ It logs in, loads every page, watches the overview update by itself, filters,
 pages forward while new tasks arrive (none skipped or repeated), opens a failed
 task and retries it, cancels a pending one and a selection (the store shows
 each), checks that a task described as ``<script>`` shows the text and runs
-nothing, and saves a screenshot of each page. ``TENURE_UPDATE_SCREENSHOTS=1``
+nothing, and saves a screenshot of each page. Mounted under ``/queue`` in an
+application of the user's, its styles, script, live stream and actions work. ``TENURE_UPDATE_SCREENSHOTS=1``
 writes them to docs/screenshots/ for the README.
 
 Chromium missing: skipped with the reason, except where
@@ -227,3 +228,54 @@ def test_the_dashboard_in_chromium(
     assert watch.problems == []
     context.close()
     dark.close()
+
+
+@pytest.fixture
+def mounted(store_url: str) -> Iterator[tuple[App, str]]:
+    """The seeded store's dashboard mounted under ``/queue`` in an application
+    of the user's (``examples/mounting.py``), served by uvicorn here, and the
+    address of the mount."""
+    import socket
+    import threading
+
+    import uvicorn
+
+    from examples.mounting import starlette_site
+
+    app = make_app(store_url)
+    seed(app)
+    listening = socket.socket()
+    listening.bind(("127.0.0.1", 0))
+    config = uvicorn.Config(starlette_site(app, TOKEN), log_level="warning", lifespan="off",
+                            timeout_graceful_shutdown=1)  # fmt: skip
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listening]})
+    thread.start()
+    wait_for(lambda: server.started, "uvicorn to start")
+    try:
+        yield app, f"http://127.0.0.1:{listening.getsockname()[1]}/queue"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        listening.close()
+        app.close()
+
+
+def test_the_dashboard_mounted_under_a_prefix_in_chromium(
+    chromium: Browser, mounted: tuple[App, str]
+) -> None:
+    """Its styles and script load, the live stream connects and updates the
+    overview, a cancel goes through, and the session stays under ``/queue``."""
+    app, base = mounted
+    context = chromium.new_context()
+    page = context.new_page()
+    watch = Watch(page)
+    log_in(page, base)
+    assert page.evaluate("getComputedStyle(document.querySelector('header.bar')).display") == "flex"
+    overview_updates_by_itself(page, app, base)
+    pending_task_is_cancelled(page, app, base)
+    expect(page).to_have_url(re.compile(r"/queue/tasks/"))
+    cookies = {cookie["name"]: cookie["path"] for cookie in context.cookies()}
+    assert cookies["tenure_session"] == "/queue"
+    assert watch.problems == []
+    context.close()
