@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-pythons lint typecheck unit docs docs-check bench bench-schema clean
+.PHONY: demo test test-pythons pythons-venvs lint typecheck unit docs docs-check bench bench-schema clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -42,8 +42,10 @@ test: lint typecheck docs-check unit
 # conformance suites and the HTTP tests on each, in a venv of its own
 # (.venv-3.12, .venv-3.13). Each interpreter is found as pythonX.Y on the PATH
 # or under pyenv's versions; a missing one fails, naming what to install.
-OTHER_PYTHONS ?= 3.12 3.13
-PYTHONS_SUITE := tests/unit tests/conformance tests/integration/test_http_api.py \
+# CI builds the venvs (make pythons-venvs) while the main suite runs.
+OTHER_PYTHONS   ?= 3.12 3.13
+PYTHONS_WORKERS ?= $(TEST_WORKERS)
+PYTHONS_SUITE   := tests/unit tests/conformance tests/integration/test_http_api.py \
 	tests/integration/test_http_mounted.py tests/integration/test_http_refusals.py \
 	tests/integration/test_dashboard.py
 
@@ -55,11 +57,14 @@ PYTHONS_SUITE := tests/unit tests/conformance tests/integration/test_http_api.py
 	$$python -m venv .venv-$* && .venv-$*/bin/python -m pip install --quiet --upgrade pip \
 		&& .venv-$*/bin/python -m pip install --quiet -e '.[dev]' && touch $@
 
-test-pythons: $(foreach version,$(OTHER_PYTHONS),.venv-$(version)/.installed)
-	@for version in $(OTHER_PYTHONS); do \
-		echo "== Python $$version"; \
-		.venv-$$version/bin/pytest -q -n $(TEST_WORKERS) -p no:cacheprovider $(PYTHONS_SUITE) || exit 1; \
-	done
+.PRECIOUS: .venv-%/.installed
+pythons-venvs: $(foreach version,$(OTHER_PYTHONS),.venv-$(version)/.installed)
+
+test-pythons: $(foreach version,$(OTHER_PYTHONS),test-python-$(version))
+
+test-python-%: .venv-%/.installed
+	@echo "== Python $*"
+	.venv-$*/bin/pytest -q -n $(PYTHONS_WORKERS) -p no:cacheprovider $(PYTHONS_SUITE)
 
 # The documentation site (mkdocs.yml, docs/): `make docs` builds it into site/ (or
 # DOCS_SITE=path); a warning fails the build. Nothing in it needs the network.
