@@ -6,9 +6,9 @@ It logs in, loads every page, watches the overview update by itself, filters,
 pages forward while new tasks arrive (none skipped or repeated), opens a failed
 task and retries it, cancels a pending one and a selection (the store shows
 each), checks that a task described as ``<script>`` shows the text and runs
-nothing, and saves a screenshot of each page. Mounted under ``/queue`` in an
-application of the user's, its styles, script, live stream and actions work. ``TENURE_UPDATE_SCREENSHOTS=1``
-writes them to docs/screenshots/ for the README.
+nothing, and saves a screenshot of each page (``TENURE_UPDATE_SCREENSHOTS=1``
+writes them to docs/screenshots/ for the README). Mounted under ``/queue`` in
+an application of the user's, its styles, script, live stream and actions work.
 
 Chromium missing: skipped with the reason, except where
 ``TENURE_REQUIRE_CHROMIUM=1`` (CI) makes it a failure.
