@@ -42,7 +42,7 @@ test: lint typecheck docs-check unit
 # conformance suites and the HTTP tests on each, in a venv of its own
 # (.venv-3.12, .venv-3.13). Each interpreter is found as pythonX.Y on the PATH
 # or under pyenv's versions; a missing one fails, naming what to install.
-# CI builds the venvs (make pythons-venvs) while the main suite runs.
+# CI builds the venvs side by side first: make -j2 pythons-venvs.
 OTHER_PYTHONS   ?= 3.12 3.13
 PYTHONS_WORKERS ?= $(TEST_WORKERS)
 PYTHONS_SUITE   := tests/unit tests/conformance tests/integration/test_http_api.py \
