@@ -6,6 +6,7 @@ import time
 from typing import TYPE_CHECKING, Generic, TypeVar, cast
 
 from tenure.errors import TaskCancelled, TaskFailed, TaskNotFound, UniqueConflict
+from tenure.retry import Backoff
 from tenure.task import Status, Task
 
 if TYPE_CHECKING:
@@ -13,8 +14,9 @@ if TYPE_CHECKING:
 
 R = TypeVar("R")
 
-_FIRST_POLL = 0.005
-_LAST_POLL = 0.25
+_POLLS = Backoff(base=0.005, maximum=0.25, jitter=0.0)
+"""How often :meth:`TaskHandle.wait` looks: at once after 5 ms, then less
+often, every 0.25 s at most."""
 
 
 class TaskHandle(Generic[R]):
@@ -61,7 +63,8 @@ class TaskHandle(Generic[R]):
         """The task's result once done; raises ``TaskFailed`` or ``TaskCancelled``
         if it ends otherwise, ``TimeoutError`` if ``timeout`` seconds pass first."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        pause = _FIRST_POLL
+        pauses = _POLLS.delays()
+        pause = next(pauses)
         while True:
             task = self.refresh()
             if task.status is Status.DONE:
@@ -73,7 +76,7 @@ class TaskHandle(Generic[R]):
             if deadline is not None and time.monotonic() + pause > deadline:
                 raise TimeoutError(f"task {self.id} is still {task.status} after {timeout}s")
             time.sleep(pause)
-            pause = min(pause * 2, _LAST_POLL)
+            pause = next(pauses)
 
     def result(self) -> R | None:
         """The stored result, without waiting (``None`` until done)."""

@@ -2,11 +2,15 @@
 
 Each retry also lowers the task's priority by ``priority_step`` (one by default),
 so a task that keeps failing yields to fresh work; set it to 0 to keep priority.
+tenure's own loops that wait for something (a store back after an outage, a
+listener to reconnect, a task to end) pace themselves with the same class.
 """
 
 from __future__ import annotations
 
+import itertools
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from tenure.checks import integer, number, seconds
@@ -37,3 +41,9 @@ class Backoff:
         full = min(self.maximum, self.base * self.factor ** min(exponent, 64))
         spread = (rand or random).uniform(1.0 - self.jitter, 1.0)
         return full * spread
+
+    def delays(self, rand: random.Random | None = None) -> Iterator[float]:
+        """The waits of a loop that tries until it works: ``delay(1)``,
+        ``delay(2)``, and so on, without end (a loop starts a new one to
+        begin again from ``base``)."""
+        return (self.delay(retry, rand) for retry in itertools.count(1))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 
@@ -97,3 +98,12 @@ def test_a_setting_that_is_not_a_number_is_refused_as_invalid_input(
     with pytest.raises(InvalidInput) as refused:
         Backoff(**{field: value})  # type: ignore[arg-type]
     assert refused.value.field == f"backoff.{field}"
+
+
+def test_delays_are_the_backoffs_waits_in_turn_for_a_loop_that_tries_until_it_works() -> None:
+    polls = Backoff(base=0.005, maximum=0.25, jitter=0.0)
+    waits = list(itertools.islice(polls.delays(), 8))
+    assert waits == [0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.25, 0.25]
+    spread = Backoff(base=1.0, maximum=8.0, jitter=0.5).delays(random.Random(7))
+    for full, wait in zip([1, 2, 4, 8, 8], itertools.islice(spread, 5), strict=True):
+        assert full * 0.5 <= wait <= full

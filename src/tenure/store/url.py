@@ -27,6 +27,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from tenure.errors import ConfigError, StoreUnavailable
 from tenure.pyproject import configured_url
+from tenure.retry import Backoff
 from tenure.store.base import Store
 from tenure.store.sqlite import is_memory_path
 
@@ -170,23 +171,23 @@ def describe_url(url: str | None = None) -> str:
     return redact(url)
 
 
-OPEN_RETRY_MAX = 30.0
-"""Longest wait, in seconds, between attempts to reach a store at start."""
+OPEN_RETRIES = Backoff(base=1.0, maximum=30.0, jitter=0.0)
+"""The waits between attempts to reach a store at start: 1 s, 2 s, 4 s, ... up
+to 30 s, as the log lines say them (one process's start, nothing to spread)."""
 
 
 def open_patiently(
     opener: Callable[[], Store], stop: threading.Event, log: logging.Logger
 ) -> Store | None:
     """``opener()``, tried again after an outage (``StoreUnavailable``) with
-    doubling waits up to :data:`OPEN_RETRY_MAX`, one log line per attempt, until
+    the waits of :data:`OPEN_RETRIES`, one log line per attempt, until
     it works or ``stop`` is set (then ``None``): long-running processes started
     before their database wait for it. A permanent error is raised at once."""
-    delay = 1.0
-    while True:
+    for delay in OPEN_RETRIES.delays():
         try:
             return opener()
         except StoreUnavailable as exc:
             log.warning("%s; retrying in %gs", exc, delay)
             if stop.wait(delay):
                 return None
-            delay = min(delay * 2, OPEN_RETRY_MAX)
+    raise AssertionError("unreachable: the waits never end")  # pragma: no cover

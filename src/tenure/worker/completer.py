@@ -27,10 +27,10 @@ from tenure.worker.telling import Teller
 log = logging.getLogger("tenure.worker")
 
 BATCH = 500
-RETRY_PAUSE = 0.5
-"""Seconds before the first retry of a write the store did not take; each further
-failure doubles it, up to ``RETRY_PAUSE_MAX``."""
-RETRY_PAUSE_MAX = 8.0
+RETRY_PAUSES = Backoff(base=0.5, maximum=8.0, jitter=0.5)
+"""The waits before each retry of a write the store did not take: about half a
+second first, doubling after each failure up to 8 s, spread so that the
+workers of a store back from an outage do not all write at once."""
 
 BackoffOf = Callable[[str], Backoff]
 Told = tuple[Held, Ending, float | None]
@@ -127,7 +127,7 @@ class Completer:
     def _persist(self, items: list[Told], write: Callable[[], list[StateOutcome]]) -> None:
         """Write until the store answers: an ending is never dropped for a passing
         outage; each held task is forgotten once its ending's fate is known."""
-        pause = RETRY_PAUSE
+        pauses = RETRY_PAUSES.delays()
         in_doubt = False
         while True:
             try:
@@ -135,8 +135,9 @@ class Completer:
                 break
             except StoreUnavailable as exc:
                 in_doubt = True  # the write may have committed before the error
+                pause = next(pauses)
                 log.warning(
-                    "store unavailable while writing %d endings (%s); retrying in %gs",
+                    "store unavailable while writing %d endings (%s); retrying in %.1fs",
                     len(items),
                     exc,
                     pause,
@@ -148,7 +149,6 @@ class Completer:
                     )
                     self.holdings.drop_all([held for held, _, _ in items])
                     return
-                pause = min(pause * 2, RETRY_PAUSE_MAX)
             except TenureError:  # refused as a whole (a bug, or bad input): never fatal here
                 log.exception(
                     "the store refused a batch of %d endings; their tasks run again "

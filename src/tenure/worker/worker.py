@@ -32,6 +32,7 @@ from tenure import checks as check
 from tenure.errors import ConfigError, StoreError, StoreUnavailable, TenureError
 from tenure.ids import default_owner
 from tenure.registry import Registry
+from tenure.retry import Backoff
 from tenure.store import ReserveParams, Store
 from tenure.store.types import WorkerInfo
 from tenure.store.url import describe_url, open_patiently
@@ -122,6 +123,7 @@ class Worker:
         self._hurry = threading.Event()
         self._stop_reasons: list[str] = []
         self._reserve_failures = 0  # in a row
+        self._reserve_pauses = Backoff(base=self.poll_interval, maximum=RESERVE_RETRY_MAX)
         # The fetch loop's last reckoning of its slots, and of the free ones it
         # waits for before it reserves while tasks wait at hand.
         self._slots, self._enough = self.concurrency, 1
@@ -278,12 +280,10 @@ class Worker:
         try:
             tasks = store.task_reserve(self._reserve_params(limit))
         except StoreError as exc:
-            pause = min(
-                self.poll_interval * 2 ** min(self._reserve_failures, 20), RESERVE_RETRY_MAX
-            )
             self._reserve_failures += 1
+            pause = self._reserve_pauses.delay(self._reserve_failures)
             level = logging.WARNING if isinstance(exc, StoreUnavailable) else logging.ERROR
-            log.log(level, "reserve failed (%s); retrying in %gs", exc, pause)
+            log.log(level, "reserve failed (%s); retrying in %.1fs", exc, pause)
             self._stopping.wait(pause)
             return [], began
         if self._reserve_failures:

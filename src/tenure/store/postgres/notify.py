@@ -37,6 +37,7 @@ import psycopg
 from psycopg import pq
 
 from tenure.errors import InvalidInput
+from tenure.retry import Backoff
 from tenure.store import validate
 from tenure.store.postgres.wanting import Topics, Wants
 from tenure.store.waking import Wakeups
@@ -46,8 +47,10 @@ log = logging.getLogger(__name__)
 Connect = Callable[[], psycopg.Connection[Any]]
 Registering = Callable[[], AbstractContextManager[psycopg.Connection[Any]]]
 
-MAX_BACKOFF = 5.0
-"""Longest pause, in seconds, between attempts to reconnect the listener."""
+RECONNECT = Backoff(base=0.1, maximum=5.0, jitter=0.5)
+"""The pauses between attempts to reconnect the listener: 0.1 s first, 5 s at
+most, spread so that the listeners of a server back from an outage do not all
+connect at once."""
 
 
 class Listener:
@@ -153,21 +156,20 @@ class Listener:
     # -- listening thread ---------------------------------------------------------
 
     def _run(self) -> None:
-        backoff = 0.1
+        pauses = RECONNECT.delays()
         while not self._closed:
             try:
                 with self._connect() as conn:
                     conn.execute(self._listen_sql)
                     self._set_listening(True)
-                    backoff = 0.1
+                    pauses = RECONNECT.delays()  # connected: the next outage starts over
                     self._follow(conn)
             except (psycopg.Error, OSError) as exc:
                 log.warning("tenure listener lost its connection: %s", exc)
             finally:
                 self._set_listening(False)
-            if self._pause(backoff):
+            if self._pause(next(pauses)):
                 return
-            backoff = min(backoff * 2, MAX_BACKOFF)
 
     def _follow(self, conn: psycopg.Connection[Any]) -> None:
         """Deliver notifications until closed; raise when the connection breaks."""
