@@ -1,6 +1,9 @@
 """What each of tenure's errors is over HTTP, in one table, for the API and the
 dashboard alike: the status, the field the API's JSON names, the headers, and
-one message, said to a program as it is and to a person as a sentence.
+one message, said to a program as it is (:func:`error_json`, the one shape of
+every refusal and failure of the API) and to a person as a sentence. What the
+API answers on success is :mod:`tenure.shapes`, shared with the command line's
+``--json``.
 
 Errors not in the table are failures, not refusals: a 500 whose details go to
 the log. Refusals of HTTP itself (a body too large, not JSON, a route that
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from typing import Any
 
 from tenure.errors import (
     AmbiguousId,
@@ -39,6 +43,12 @@ TABLE: tuple[tuple[type[TenureError], int, str | None], ...] = (
 )
 """Each refused error's status and the field it names, the first that matches
 winning: a kind is listed before the kinds it derives from."""
+
+
+def error_json(field: str | None, message: str) -> dict[str, Any]:
+    """Every refusal and failure: what was wrong (a request field, a header, or
+    ``None`` when nothing the client sent was) and why, in words."""
+    return {"error": {"field": field, "message": message}}
 
 
 @dataclasses.dataclass(frozen=True)

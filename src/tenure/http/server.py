@@ -34,9 +34,8 @@ from tenure.errors import ConfigError, StoreUnavailable, TenureError
 from tenure.http.dashboard import Site
 from tenure.http.inputs import ApiError
 from tenure.http.openapi import document
-from tenure.http.refusals import refusal
+from tenure.http.refusals import error_json, refusal
 from tenure.http.routes import Api, reply
-from tenure.http.shapes import error_json
 from tenure.http.where import Rooted, root, route_path
 from tenure.metrics import store_registry
 

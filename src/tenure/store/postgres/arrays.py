@@ -2,13 +2,12 @@
 
 A worker's holder writes (complete, fail, extend) send a batch as arrays: the
 tasks' ids, lease tokens, owners and results. psycopg's generic list dumper
-adapts every element through a dumper of its own, which for a batch of 200
-endings cost about 1.9 ms of the worker's CPU, the largest single item of its
-drain profile; the same four arrays written as literals cost 0.14 ms. A new
-task's tags go the same way (two tags: 7.6 µs instead of 15.4 µs for the
-statement's parameters, an empty set 6.4 instead of 7.6). Only the
-store's pool connections know these types (:func:`register`); anywhere else
-they are plain lists, dumped the generic way.
+adapts every element through a dumper of its own, which made it the largest
+single item of a worker's drain profile; the same arrays written as literals
+cost a tenth of that. A new task's tags go the same way (the figures are in
+the benchmarks page's levers in the code). Only the store's pool connections
+know these types (:func:`register`); anywhere else they are plain lists,
+dumped the generic way.
 """
 
 from __future__ import annotations

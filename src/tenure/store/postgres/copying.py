@@ -106,9 +106,9 @@ def copy_text(tasks: Sequence[PreparedTask], at: datetime) -> Iterator[str]:
 
     Only a task's id, data and unique rule are formatted for each row; the
     fields a run of tasks shares (the very same objects, as
-    ``validate.same_shared`` finds them) are formatted once for the run: 1.6 µs
-    a task, where psycopg's ``write_row`` took 4.2 µs (measured on a 2-core
-    Xeon)."""
+    ``validate.same_shared`` finds them) are formatted once for the run: a
+    fraction of psycopg's ``write_row`` per task (the figures are in the
+    benchmarks page's levers in the code)."""
     stamp = _field(at)
     previous: PreparedTask | None = None
     left = right = ""

@@ -4,10 +4,9 @@ reconnection attempts stay frequent.
 psycopg_pool lends its connections in turn, the one idle longest first. A
 process that enqueues one task at a time then writes on each of its
 connections in rotation, and every call costs more than on the connection just
-used: on a 2-core machine a one-task enqueue took 0.70 ms (p50) with two
-connections in turn against 0.54 ms with the one returned last, and 260 µs of
-the client's processor time against 175 µs (the operating system's work for
-a socket gone cold counts there too). Lending the one returned last keeps a
+used, in time and in the client's processor time (the operating system's work
+for a socket gone cold counts there too; the figures are in the benchmarks
+page's levers in the code). Lending the one returned last keeps a
 quiet process on one warm connection and lets the others idle; psycopg_pool
 then closes those (its ``max_idle``) from the other end, the ones idle longest,
 and one past its ``max_lifetime`` is lent first, to be replaced on its return.
@@ -58,8 +57,8 @@ class PooledConnection(psycopg.Connection[Any]):
         and kept for the next ones.
 
         A new cursor looks up psycopg's adapter for each type among its
-        parameters and columns; a kept one has them already: 20 to 25 µs less of
-        a one-task enqueue on a 2-core machine, 5% of the call. A kept cursor
+        parameters and columns; a kept one has them already, which a one-task
+        enqueue notices (the benchmarks page's levers in the code). A kept cursor
         holds its last statement's parameters and answer until its next one,
         so it serves only statements of one task (its data at most the store's
         ``max_payload_bytes``, 1 MiB by default), whose answer is one row."""
