@@ -2,13 +2,14 @@
 with Jinja2, login and logout, and the actions (retry, cancel, in bulk).
 
 Each page is the store read on a worker thread (the stores are synchronous),
-then a template; a page that cannot be read says why in the page itself, with
-the status a client expects (400 for a bad filter, 404 for no such task, 503
-while the store is out of reach). Actions are POST forms (read within the
-bounds of :mod:`~tenure.http.dashboard.actions`) that must carry the session's
-CSRF token and come from this host; each answers with a redirect back and a
-one-shot notice of what it did. Any other failure on the dashboard's paths is
-an HTML page too (:meth:`Site.error_page`, used by the server's handlers).
+then a template. Actions are POST forms (read within the bounds of
+:mod:`~tenure.http.dashboard.actions`) that must carry the session's CSRF token
+and come from this host; each answers with a redirect back and a one-shot
+notice of what it did. A page that cannot be read, and any other failure on
+the dashboard's paths, is an HTML page that says why (:meth:`Site.error_page`),
+with the status the API gives the same error (:mod:`tenure.http.refusals`: 422
+for a bad filter, 404 for no such task, 503 while the store is out of reach),
+answered by the server's handlers.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from starlette.templating import Jinja2Templates
 
 from tenure.admin import TaskAdmin
 from tenure.app import App
-from tenure.errors import TenureError
 from tenure.events import Events
 from tenure.http.dashboard import actions, pages, views
 from tenure.http.dashboard.actions import ACTIONS, Outcome, read_form
@@ -43,7 +43,6 @@ from tenure.http.dashboard.session import (
     safe_next,
     same_origin,
 )
-from tenure.http.refusals import refusal
 
 HERE = Path(__file__).parent
 
@@ -92,22 +91,14 @@ class Site:
 
     async def render(self, request: Request, template: str, gather: Gather) -> Response:
         """``template`` filled by ``gather(app)``; the login page instead if the
-        browser has no session; an error page if the store refuses."""
+        browser has no session. What the store refuses reaches the server's
+        handlers, which answer the dashboard's paths with :meth:`error_page`."""
         session, cookie = self._session(request)
         if session is None:
             target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
             return RedirectResponse(f"{root(request)}/login?{urlencode({'next': target})}", 303)
-        status, context, headers = 200, {}, dict[str, str]()
-        try:
-            context = await run_in_threadpool(lambda: gather(self.app))
-        except TenureError as exc:
-            answer = refusal(exc)
-            if answer is None:  # a failure: the server's handlers log it
-                raise
-            template, status, headers = "error.html", answer.status, dict(answer.headers)
-            context = {"code": answer.status, "message": answer.sentence()}
-        response = self._template(request, template, session, context, status)
-        response.headers.update(headers)
+        context = await run_in_threadpool(lambda: gather(self.app))
+        response = self._template(request, template, session, context)
         if cookie is not None:
             self.sessions.set_cookie(response, request, cookie)
         return response
