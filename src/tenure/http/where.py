@@ -32,17 +32,20 @@ class Rooted:
         await self.app(scope, receive, send)
 
 
+def _entered(scope: Scope) -> str:
+    """``root_path`` as the request entered the application."""
+    prefix: str = scope.get(_KEY, scope.get("root_path", ""))
+    return prefix
+
+
 def root(scope: Scope) -> str:
     """The prefix the application is served under (``""`` at the root, else
     ``/queue``): every link, form, redirect and cookie of the dashboard begins
     with it."""
-    prefix: str = scope.get(_KEY, scope.get("root_path", ""))
-    return prefix.rstrip("/")
+    return _entered(scope).rstrip("/")
 
 
 def route_path(scope: Scope) -> str:
     """The path after the application's prefix, as its router matches it
     (``/api/tasks`` for ``/queue/api/tasks``), never the raw path."""
-    return get_route_path(
-        {"path": scope["path"], "root_path": scope.get(_KEY, scope.get("root_path", ""))}
-    )
+    return get_route_path({"path": scope["path"], "root_path": _entered(scope)})

@@ -183,11 +183,12 @@ def open_patiently(
     the waits of :data:`OPEN_RETRIES`, one log line per attempt, until
     it works or ``stop`` is set (then ``None``): long-running processes started
     before their database wait for it. A permanent error is raised at once."""
-    for delay in OPEN_RETRIES.delays():
+    delays = OPEN_RETRIES.delays()
+    while True:
         try:
             return opener()
         except StoreUnavailable as exc:
+            delay = next(delays)
             log.warning("%s; retrying in %gs", exc, delay)
             if stop.wait(delay):
                 return None
-    raise AssertionError("unreachable: the waits never end")  # pragma: no cover
