@@ -13,16 +13,11 @@ check hold there too.
 
 from __future__ import annotations
 
-import os
-import queue
 import re
-import subprocess
-import sys
-import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from http.cookies import SimpleCookie
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -38,10 +33,10 @@ from tenure.http import create_app
 from tenure.http.dashboard import Site
 from tenure.http.openapi import document
 from tests.apps.api import make_app, seed
+from tests.integration.workers import WorkerProcess
 
 TOKEN = "mounted-token-0123456789abcdef"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
-ROOT = Path(__file__).resolve().parents[2]
 PREFIX = "/queue"
 PAGES = ["/", "/tasks", "/groups", "/workers", "/locks", "/periodic", "/reports"]
 SERVINGS = ["starlette", "fastapi", "serve --root-path"]
@@ -111,44 +106,23 @@ def served(request: pytest.FixtureRequest, app: App) -> Iterator[Served]:
         yield Served(client, how, app)
 
 
-def _served_by_tenure(url: str) -> Any:
+@contextmanager
+def _served_by_tenure(url: str) -> Iterator[httpx.Client]:
     """``tenure serve --root-path /queue`` in a process of its own, and a
     client that reaches it through the prefix-stripping proxy."""
-    from contextlib import contextmanager
-
-    @contextmanager
-    def running() -> Iterator[httpx.Client]:
-        env = {**os.environ, cli_http.TOKEN_VARIABLE: TOKEN}
-        command = [sys.executable, "-m", "tests.apps.api", "serve", "--app", "tests.apps.api:app",
-                   "--port", "0", "--url", url, "--root-path", PREFIX]  # fmt: skip
-        server = subprocess.Popen(command, cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
-        lines: queue.Queue[str] = queue.Queue()
-        reader = threading.Thread(target=_read_lines, args=(server, lines), daemon=True)
-        reader.start()  # read to its end, so that uvicorn's access lines never fill the pipe
-        seen = [lines.get(timeout=30)]
-        while seen[-1] and "HTTP API of" not in seen[-1]:
-            seen.append(lines.get(timeout=30))
-        port = re.search(r"http://127\.0\.0\.1:(\d+)/api", seen[-1])
-        assert port, "".join(seen)
+    server = WorkerProcess(
+        url, "--port", "0", "--root-path", PREFIX, command="serve", app="tests.apps.api:app",
+        env={cli_http.TOKEN_VARIABLE: TOKEN}, ready="HTTP API of",
+    )  # fmt: skip
+    try:
+        port = re.search(r"http://127\.0\.0\.1:(\d+)/api", server.wait_for_log("HTTP API of"))
+        assert port
         proxy = ReverseProxy(PREFIX, int(port[1]))
-        try:
-            with httpx.Client(base_url="https://ops.example", transport=proxy) as client:
-                yield client
-        finally:
-            server.terminate()
-            server.wait(timeout=20)
-            reader.join(timeout=20)
-            assert server.stderr is not None
-            server.stderr.close()
-
-    return running()
-
-
-def _read_lines(server: subprocess.Popen[str], lines: queue.Queue[str]) -> None:
-    assert server.stderr is not None
-    for line in server.stderr:
-        lines.put(line)
-    lines.put("")  # the end: the server is gone
+        with httpx.Client(base_url="https://ops.example", transport=proxy) as client:
+            yield client
+    finally:
+        server.signal()
+        assert server.wait_exit() == 0
 
 
 def _task(app: App) -> str:
