@@ -7,7 +7,6 @@ stores: this test fails there on the code before, and CI runs it on 3.12 and
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -25,22 +24,28 @@ def test_32_threads_asking_at_once_open_one_store(
 ) -> None:
     opened: list[Store] = []
     real_open = tenure.app.open_store
+    asked = threading.Condition()
+    asking = 0
 
-    def slow_open(url: str, **options: object) -> Store:
-        # Opening takes a while (a pool connecting, migrations): long enough
-        # for every other thread to ask for the store before it is done.
-        time.sleep(0.3)
+    def held_open(url: str, **options: object) -> Store:
+        # The first opening lasts until every thread has asked for the store
+        # (opening takes a while: a pool connecting, migrations), so that each
+        # asks while it is under way.
+        with asked:
+            assert asked.wait_for(lambda: asking == THREADS, timeout=10)
         store = real_open(url, **options)  # type: ignore[arg-type]
         opened.append(store)
         return store
 
-    monkeypatch.setattr(tenure.app, "open_store", slow_open)
+    monkeypatch.setattr(tenure.app, "open_store", held_open)
     app = App(f"sqlite:///{tmp_path / 'tenure.db'}")
-    start = threading.Barrier(THREADS)
     got: list[object] = [None] * THREADS
 
     def ask(index: int) -> None:
-        start.wait()
+        nonlocal asking
+        with asked:
+            asking += 1
+            asked.notify_all()
         got[index] = app.store if index % 2 else app.tasks.store
 
     threads = [threading.Thread(target=ask, args=(i,)) for i in range(THREADS)]
@@ -101,21 +106,31 @@ def test_the_end_of_using_opens_nothing_anew_while_it_closes(
     app = App(f"sqlite:///{tmp_path / 'own.db'}")
     own = app.store
     stop = threading.Event()
+    answered = threading.Condition()
+    answers = 0
 
     def ask() -> None:
+        nonlocal answers
         while not stop.is_set():
             app.store  # noqa: B018
+            with answered:
+                answers += 1
+                answered.notify_all()
 
     asking = threading.Thread(target=ask)
     with app.using(f"sqlite:///{tmp_path / 'other.db'}"):
         inside = app.store
         real_close = inside.close
 
-        def slow_close() -> None:  # a pool draining its connections, say
-            time.sleep(0.3)
+        def held_close() -> None:
+            # Closing takes a while (a pool draining its connections): the
+            # other thread asks for the store, and is answered, meanwhile.
+            with answered:
+                since = answers
+                assert answered.wait_for(lambda: answers >= since + 2, timeout=10)
             real_close()
 
-        monkeypatch.setattr(inside, "close", slow_close)
+        monkeypatch.setattr(inside, "close", held_close)
         asking.start()
     stop.set()
     asking.join()
