@@ -43,9 +43,8 @@ test: lint typecheck docs-check unit
 # (.venv-3.12, .venv-3.13). Each interpreter is found as pythonX.Y on the PATH
 # or under pyenv's versions; a missing one fails, naming what to install.
 # CI builds the venvs side by side first: make -j2 pythons-venvs.
-OTHER_PYTHONS   ?= 3.12 3.13
-PYTHONS_WORKERS ?= $(TEST_WORKERS)
-PYTHONS_SUITE   := tests/unit tests/conformance tests/integration/test_http_api.py \
+OTHER_PYTHONS ?= 3.12 3.13
+PYTHONS_SUITE := tests/unit tests/conformance tests/integration/test_http_api.py \
 	tests/integration/test_http_mounted.py tests/integration/test_http_refusals.py \
 	tests/integration/test_dashboard.py
 
@@ -64,7 +63,7 @@ test-pythons: $(foreach version,$(OTHER_PYTHONS),test-python-$(version))
 
 test-python-%: .venv-%/.installed
 	@echo "== Python $*"
-	.venv-$*/bin/pytest -q -n $(PYTHONS_WORKERS) -p no:cacheprovider $(PYTHONS_SUITE)
+	.venv-$*/bin/pytest -q -n $(TEST_WORKERS) -p no:cacheprovider $(PYTHONS_SUITE)
 
 # The documentation site (mkdocs.yml, docs/): `make docs` builds it into site/ (or
 # DOCS_SITE=path); a warning fails the build. Nothing in it needs the network.
