@@ -24,7 +24,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from functools import partial
-from typing import Any
+from typing import Any, ClassVar
 
 import psycopg
 from psycopg import conninfo
@@ -32,7 +32,7 @@ from psycopg_pool import ConnectionPool
 
 from tenure.errors import ConfigError, LeaseLost
 from tenure.store import validate
-from tenure.store.backend import AFTER_ALL, Listing, Positioned
+from tenure.store.backend import Positioned
 from tenure.store.base import Store
 from tenure.store.postgres import copying, rows, schema, statements
 from tenure.store.postgres.arrays import TextArray
@@ -51,13 +51,13 @@ from tenure.store.postgres.rows import Row
 from tenure.store.postgres.schema import Q
 from tenure.store.postgres.statements import Connection
 from tenure.store.refusals import LOST_ERROR, Answer, admin_refusal, refusal
+from tenure.store.sqlreads import Rows, SqlReads
 from tenure.store.types import (
     Failure,
     LeaderLease,
     LeaderState,
     PreparedTask,
     ReserveParams,
-    TaskFilter,
     UniqueLock,
     WorkerInfo,
 )
@@ -67,7 +67,7 @@ ACQUIRE_ATTEMPTS = 3
 """Runs of ``leader_acquire`` before a lost race is reported as an error."""
 
 
-class PostgresStore(Listening, PostgresLog, Store):
+class PostgresStore(Listening, PostgresLog, SqlReads, Store):
     """Tasks in a PostgreSQL database (``postgresql://user@host:port/dbname``).
 
     ``role`` names the process's part (``worker``, ``scheduler`` …) in the
@@ -81,6 +81,8 @@ class PostgresStore(Listening, PostgresLog, Store):
     at most for a server that does not answer: see
     :func:`~tenure.store.postgres.driver.first_connection`).
     """
+
+    rows: ClassVar[Rows] = rows
 
     def __init__(
         self,
@@ -212,28 +214,6 @@ class PostgresStore(Listening, PostgresLog, Store):
         return _created(tasks, inserted)
 
     # -- reading ------------------------------------------------------------------
-
-    def _task_get(self, task_id: str) -> Task | None:
-        found = self._read("get_task", {"id": task_id})
-        return rows.task(found[0]) if found else None
-
-    def _task_list_group(self, group_id: str) -> list[Task]:
-        return [rows.task(row) for row in self._read("list_group", {"group_id": group_id})]
-
-    def _task_list(
-        self, filters: TaskFilter, after: int, limit: int, newest_first: bool, scan: int | None
-    ) -> Listing:
-        params = {"after": after, "limit": limit, "scan": scan, **rows.filter_params(filters)}
-        query = "list_tasks"
-        if newest_first:
-            query, params["before"] = "list_tasks_newest", after or AFTER_ALL
-        found = self._read(query if scan is None else f"{query}_scan", params)
-        tasks = [(row["seq"], rows.task(row)) for row in found if row["seq"] is not None]
-        return Listing(tasks, None if scan is None else found[0]["examined_to"])
-
-    def _task_count(self, filters: TaskFilter) -> int:
-        count: int = self._read("count_tasks", rows.filter_params(filters))[0]["count"]
-        return count
 
     def _task_list_leased(
         self, topics: Sequence[str] | None, after: int, limit: int
@@ -408,9 +388,6 @@ class PostgresStore(Listening, PostgresLog, Store):
     def _worker_remove(self, worker_id: str) -> bool:
         return bool(self._read("worker_remove", {"id": worker_id}))
 
-    def _worker_list(self) -> list[WorkerInfo]:
-        return [rows.worker(row) for row in self._read("worker_list", {})]
-
     def _worker_prune(self, silent_for: float, now: datetime | None) -> int:
         return self._count_of("worker_prune", {"silent_for": silent_for, "now": now})
 
@@ -441,10 +418,6 @@ class PostgresStore(Listening, PostgresLog, Store):
         if not found:
             raise LeaseLost(lease.name, f"leadership {lease.token} was revoked or given up")
         return rows.leader(found[0])
-
-    def _leader_get(self, name: str) -> LeaderState | None:
-        found = self._read("leader_get", {"name": name})
-        return rows.leader(found[0]) if found else None
 
     def _leader_revoke(self, name: str, record_ver: int) -> bool:
         return bool(self._read("leader_revoke", {"name": name, "record_ver": record_ver}))

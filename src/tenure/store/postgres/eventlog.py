@@ -52,10 +52,6 @@ class PostgresLog:
     def _task_transition_totals(self) -> dict[str, dict[Status, int]]:
         return rows.per_topic(self._read("transition_totals", {}))
 
-    def _task_last_id(self, pattern: str) -> str | None:
-        found: str | None = self._read("last_task_id", {"pattern": pattern})[0]["id"]
-        return found
-
     def _task_events(self, task_id: str) -> list[Event]:
         return [rows.event(row) for row in self._read("list_task_events", {"task_id": task_id})]
 

@@ -19,16 +19,14 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from tenure.clock import epoch_or_now, from_epoch, utcnow
 from tenure.errors import ConfigError, DuplicateTask, LeaseLost, StoreError
 from tenure.store.backend import (
-    AFTER_ALL,
     EventPosition,
     EventRead,
     GroupTally,
-    Listing,
     Positioned,
 )
 from tenure.store.base import DEFAULT_MAX_PAYLOAD_BYTES, Store
@@ -37,6 +35,7 @@ from tenure.store.sqlite import eventlog, is_memory_path, rows, schema, unique
 from tenure.store.sqlite.connections import Connections, translated
 from tenure.store.sqlite.schema import Q
 from tenure.store.sqlite.watching import Watching
+from tenure.store.sqlreads import Rows, SqlReads
 from tenure.store.types import (
     Event,
     Failure,
@@ -46,7 +45,6 @@ from tenure.store.types import (
     QueueStats,
     Report,
     ReserveParams,
-    TaskFilter,
     UniqueLock,
     WorkerInfo,
 )
@@ -65,10 +63,11 @@ def scratch_directory(path: str | Path) -> tempfile.TemporaryDirectory[str] | No
     return None
 
 
-class SQLiteStore(Watching, Store):
+class SQLiteStore(Watching, SqlReads, Store):
     """Tasks in one SQLite database file (WAL mode)."""
 
     caller_connection = "a sqlite3.Connection"
+    rows: ClassVar[Rows] = rows
 
     def __init__(
         self,
@@ -206,28 +205,6 @@ class SQLiteStore(Watching, Store):
         return DuplicateTask(existing[0][0] if existing else ids[0])
 
     # -- reading --------------------------------------------------------------
-
-    def _task_get(self, task_id: str) -> Task | None:
-        found = self._read("get_task", {"id": task_id})
-        return rows.task(found[0]) if found else None
-
-    def _task_list_group(self, group_id: str) -> list[Task]:
-        return [rows.task(row) for row in self._read("list_group", {"group_id": group_id})]
-
-    def _task_list(
-        self, filters: TaskFilter, after: int, limit: int, newest_first: bool, scan: int | None
-    ) -> Listing:
-        params = {"after": after, "limit": limit, "scan": scan, **rows.filter_params(filters)}
-        query = "list_tasks"
-        if newest_first:
-            query, params["before"] = "list_tasks_newest", after or AFTER_ALL
-        found = self._read(query if scan is None else f"{query}_scan", params)
-        tasks = [(row["seq"], rows.task(row)) for row in found if row["seq"] is not None]
-        return Listing(tasks, None if scan is None else found[0]["examined_to"])
-
-    def _task_count(self, filters: TaskFilter) -> int:
-        count: int = self._read("count_tasks", rows.filter_params(filters))[0][0]
-        return count
 
     def _task_list_leased(
         self, topics: Sequence[str] | None, after: int, limit: int
@@ -367,10 +344,6 @@ class SQLiteStore(Watching, Store):
         with self._use() as conn:
             return eventlog.find_task_ids(conn, pattern)
 
-    def _task_last_id(self, pattern: str) -> str | None:
-        found: str | None = self._read("last_task_id", {"pattern": pattern})[0]["id"]
-        return found
-
     def _task_events(self, task_id: str) -> list[Event]:
         with self._use() as conn:
             return eventlog.task_events(conn, task_id)
@@ -440,9 +413,6 @@ class SQLiteStore(Watching, Store):
         with self._write() as conn:
             return conn.execute(Q["worker_remove"], {"id": worker_id}).fetchone() is not None
 
-    def _worker_list(self) -> list[WorkerInfo]:
-        return [rows.worker(row) for row in self._read("worker_list", {})]
-
     def _worker_prune(self, silent_for: float, now: datetime | None) -> int:
         with self._write() as conn:
             cutoff = epoch_or_now(now) - silent_for
@@ -464,10 +434,6 @@ class SQLiteStore(Watching, Store):
             if row is None:
                 raise LeaseLost(lease.name, f"leadership {lease.token} was revoked or given up")
             return rows.leader(row)
-
-    def _leader_get(self, name: str) -> LeaderState | None:
-        found = self._read("leader_get", {"name": name})
-        return rows.leader(found[0]) if found else None
 
     def _leader_revoke(self, name: str, record_ver: int) -> bool:
         params = {"name": name, "record_ver": record_ver, "now": time.time()}

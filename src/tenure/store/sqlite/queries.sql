@@ -333,7 +333,7 @@ PRAGMA synchronous = EXTRA;
 PRAGMA synchronous = OFF;
 
 -- name: count_tasks
-SELECT count(*) FROM tasks WHERE true {index_filters} {row_filters};
+SELECT count(*) AS count FROM tasks WHERE true {index_filters} {row_filters};
 
 -- Retention: finished tasks and old events go in bounded batches.
 -- name: prune_tasks

@@ -1,0 +1,74 @@
+"""The reads both SQL stores make the same way, written once.
+
+Each of these is one named statement, the same name in each dialect's
+``queries.sql``, whose rows the store's own ``rows`` module turns into
+tenure's types (the dialects store times differently, so decoding stays
+theirs). A SQL store mixes :class:`SqlReads` in before
+:class:`~tenure.store.base.Store` and names its ``rows`` module; what differs
+(writes, transactions, the event log's reads) stays in the store's own class.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar, Protocol
+
+from tenure.store.backend import AFTER_ALL, Listing
+from tenure.store.types import LeaderState, TaskFilter, WorkerInfo
+from tenure.task import Task
+
+
+class Rows(Protocol):
+    """What a SQL store's ``rows`` module provides to the shared reads."""
+
+    def task(self, row: Any) -> Task: ...
+
+    def filter_params(self, filters: TaskFilter) -> dict[str, Any]: ...
+
+    def worker(self, row: Any) -> WorkerInfo: ...
+
+    def leader(self, row: Any) -> LeaderState: ...
+
+
+class SqlReads:
+    """The backend methods that are one statement and one decoding in both
+    SQL stores. A store provides ``rows`` and ``_read`` (run one named
+    statement in a transaction of its own; rows read by column name)."""
+
+    rows: ClassVar[Rows]
+
+    def _read(self, query: str, params: dict[str, Any]) -> Sequence[Any]:
+        raise NotImplementedError
+
+    def _task_get(self, task_id: str) -> Task | None:
+        found = self._read("get_task", {"id": task_id})
+        return self.rows.task(found[0]) if found else None
+
+    def _task_list_group(self, group_id: str) -> list[Task]:
+        return [self.rows.task(row) for row in self._read("list_group", {"group_id": group_id})]
+
+    def _task_list(
+        self, filters: TaskFilter, after: int, limit: int, newest_first: bool, scan: int | None
+    ) -> Listing:
+        params = {"after": after, "limit": limit, "scan": scan, **self.rows.filter_params(filters)}
+        query = "list_tasks"
+        if newest_first:
+            query, params["before"] = "list_tasks_newest", after or AFTER_ALL
+        found = self._read(query if scan is None else f"{query}_scan", params)
+        tasks = [(row["seq"], self.rows.task(row)) for row in found if row["seq"] is not None]
+        return Listing(tasks, None if scan is None else found[0]["examined_to"])
+
+    def _task_count(self, filters: TaskFilter) -> int:
+        count: int = self._read("count_tasks", self.rows.filter_params(filters))[0]["count"]
+        return count
+
+    def _task_last_id(self, pattern: str) -> str | None:
+        found: str | None = self._read("last_task_id", {"pattern": pattern})[0]["id"]
+        return found
+
+    def _worker_list(self) -> list[WorkerInfo]:
+        return [self.rows.worker(row) for row in self._read("worker_list", {})]
+
+    def _leader_get(self, name: str) -> LeaderState | None:
+        found = self._read("leader_get", {"name": name})
+        return self.rows.leader(found[0]) if found else None
