@@ -12,13 +12,13 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import partial
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, Unpack, overload
 
 from tenure.admin import TaskAdmin
 from tenure.checks import seconds as check_seconds
 from tenure.errors import ConfigError
 from tenure.events import Events
-from tenure.function import TaskConfig, TaskFunction
+from tenure.function import Declaration, TaskFunction, declare
 from tenure.handle import TaskHandle
 from tenure.hooks import Hook, HookKind, Hooks, Middleware
 from tenure.ids import default_owner
@@ -27,11 +27,10 @@ from tenure.maintenance.observer import Observation, Reports
 from tenure.maintenance.periodic import Periodic
 from tenure.maintenance.scheduler import Scheduler
 from tenure.registry import Registry
-from tenure.retry import Backoff
 from tenure.store import DEFAULT_MAX_PAYLOAD_BYTES, Store, open_store, resolve_url
 from tenure.store.url import redact
 from tenure.store.validate import status as check_status
-from tenure.unique import DEFAULT_TTL, Unique
+from tenure.unique import DEFAULT_TTL
 
 if TYPE_CHECKING:
     from tenure.task import Task
@@ -165,57 +164,24 @@ class App:
 
     @overload
     def task(
-        self,
-        *,
-        name: str | None = None,
-        topic: str = "default",
-        sub_topic: str = "default",
-        retries: int = 0,
-        timeout: float | None = None,
-        priority: int = 0,
-        tags: set[str] | frozenset[str] = frozenset(),
-        backoff: Backoff | None = None,
-        unique: Unique | None = None,
+        self, **declared: Unpack[Declaration]
     ) -> Callable[[Callable[P, R]], TaskFunction[P, R]]: ...
 
     # mypy wrongly reports this implementation as not accepting overload 2 when the
     # overload's type variables appear only in its return type.
     def task(  # type: ignore[misc]
-        self,
-        fn: Callable[..., Any] | None = None,
-        /,
-        *,
-        name: str | None = None,
-        topic: str = "default",
-        sub_topic: str = "default",
-        retries: int = 0,
-        timeout: float | None = None,
-        priority: int = 0,
-        tags: set[str] | frozenset[str] = frozenset(),
-        backoff: Backoff | None = None,
-        unique: Unique | None = None,
+        self, fn: Callable[..., Any] | None = None, /, **declared: Unpack[Declaration]
     ) -> TaskFunction[Any, Any] | Callable[[Callable[P, R]], TaskFunction[P, R]]:
         """Declare a task: ``@app.task`` or ``@app.task(topic=..., retries=...)``.
 
-        ``retries`` is how many times a failed attempt is tried again, so a task
-        runs at most ``retries + 1`` times, waiting ``backoff`` between tries and
-        losing ``backoff.priority_step`` priority each time. The name defaults to the function's
-        module and qualified name; workers find the function by it. ``unique``
-        makes identical tasks exclusive (:class:`~tenure.Unique`).
+        The keywords are the fields of :class:`~tenure.function.TaskConfig`, with
+        its defaults (:class:`~tenure.function.Declaration` types them). The name
+        defaults to the function's module and qualified name; workers find the
+        function by it.
         """
 
         def register(function: Callable[P, R]) -> TaskFunction[P, R]:
-            config = TaskConfig(
-                name=name or f"{function.__module__}.{function.__qualname__}",
-                topic=topic,
-                sub_topic=sub_topic,
-                retries=retries,
-                timeout=timeout,
-                priority=priority,
-                tags=frozenset(tags),
-                backoff=backoff or Backoff(),
-                unique=unique,
-            )
+            config = declare(function, declared)
             task_function = TaskFunction(self, function, config)
             self.registry.add(task_function)
             return task_function

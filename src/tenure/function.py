@@ -84,17 +84,28 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True)
 class TaskConfig:
-    """How a task is declared: where it goes and how it is retried."""
+    """How a task is declared (``@app.task(...)``): where it goes and how it is
+    retried."""
 
     name: str
+    """What workers find the function by."""
     topic: str = "default"
+    """The queue its tasks go to; workers reserve from the topics they serve."""
     sub_topic: str = "default"
+    """A finer label within the topic (a tenant, a customer), filterable."""
     retries: int = 0
+    """How many times a failed attempt is tried again: at most ``retries + 1`` runs."""
     timeout: float | None = None
+    """Seconds after which an attempt is abandoned and counted as a failed one."""
     priority: int = 0
+    """Higher runs first among ready tasks of the topic."""
     tags: frozenset[str] = frozenset()
+    """Labels stored with each task, for finding them."""
     backoff: Backoff = field(default_factory=Backoff)
+    """The wait between tries, and the priority each retry loses
+    (``backoff.priority_step``)."""
     unique: Unique | None = None
+    """Makes identical tasks exclusive (:class:`~tenure.Unique`)."""
 
     def __post_init__(self) -> None:
         if isinstance(self.retries, bool) or not isinstance(self.retries, int) or self.retries < 0:
@@ -103,6 +114,36 @@ class TaskConfig:
             check_seconds(self.timeout, "timeout")
         if self.unique is not None and not isinstance(self.unique, Unique):
             raise InvalidInput("unique", "must be a tenure.Unique")
+
+
+class Declaration(TypedDict, total=False):
+    """The keyword arguments of :meth:`tenure.App.task`, one for each field of
+    :class:`TaskConfig` (whose defaults they take): ``name`` defaults to the
+    function's module and qualified name, ``tags`` may be any set, and no
+    ``backoff`` means the default :class:`~tenure.Backoff`."""
+
+    name: str | None
+    topic: str
+    sub_topic: str
+    retries: int
+    timeout: float | None
+    priority: int
+    tags: set[str] | frozenset[str]
+    backoff: Backoff | None
+    unique: Unique | None
+
+
+def declare(function: Callable[..., Any], declared: Declaration) -> TaskConfig:
+    """The :class:`TaskConfig` of ``function`` declared with ``declared``; an
+    argument that is not a field is refused as Python refuses one."""
+    unknown = sorted(declared.keys() - TaskConfig.__dataclass_fields__.keys())
+    if unknown:
+        raise TypeError(f"App.task() got an unexpected keyword argument {unknown[0]!r}")
+    values: dict[str, Any] = {**declared}
+    values["name"] = declared.get("name") or f"{function.__module__}.{function.__qualname__}"
+    values["tags"] = frozenset(declared.get("tags", ()))
+    values["backoff"] = declared.get("backoff") or Backoff()
+    return TaskConfig(**values)
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,6 +33,8 @@ def misuse() -> None:
     text: str = add.enqueue(1).wait()  # error: assignment
     number: int = add.enqueue(1).result()  # error: assignment
     title: int = fetch.enqueue("x").wait()  # error: assignment
+    app.task(topik="x")  # error: call-overload
+    app.task(retries="3")  # error: call-overload
 
 
 async def misuse_async() -> None:

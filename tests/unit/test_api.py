@@ -106,6 +106,22 @@ def test_declaring_twice_or_badly_is_a_clear_error(app: tenure.App) -> None:
         declare(app)
     with pytest.raises(InvalidInput):
         app.task(name="neg", retries=-1)(lambda: None)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'topik'"):
+        app.task(topik="x")(lambda: None)  # type: ignore[call-overload]
+
+
+def test_the_declarations_keywords_are_the_task_configs_fields(app: tenure.App) -> None:
+    """One declaration of what @app.task takes: a field added to TaskConfig is
+    a keyword of app.task, and the defaults are TaskConfig's own."""
+    fields = set(tenure.function.TaskConfig.__dataclass_fields__)
+    assert set(tenure.function.Declaration.__annotations__) == fields
+    assert declare(app).config.tags == frozenset({"gpu"})
+
+    @app.task
+    def bare() -> None: ...
+
+    where = f"{__name__}.test_the_declarations_keywords_are_the_task_configs_fields.<locals>"
+    assert bare.config == tenure.function.TaskConfig(name=f"{where}.bare")
 
 
 def _finish_from_another_thread(app: tenure.App, outcome: str) -> threading.Thread:
