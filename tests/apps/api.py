@@ -6,12 +6,9 @@ from the declaration. ``make_app(url)`` builds a fresh App on a test's store;
 
 from __future__ import annotations
 
-import argparse
-import sys
 from typing import Any
 
 import tenure
-from tenure.cli import http
 from tenure.store.types import WorkerInfo
 from tests.conformance.support import reach
 
@@ -58,18 +55,3 @@ def seed(app: tenure.App) -> None:
     app.lookup("send-email").options(delay=60).enqueue("ada@example.com", subject="hi")
     app.store.worker_beat(WorkerInfo(id="w-1", host="box", pid=42, topics=("math",)))
 
-
-def serve_command(argv: list[str]) -> int:
-    """``tenure serve`` as the command line will run it (``python -m tests.apps.api
-    serve --app …``), before it is wired into ``tenure``."""
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--url")
-    url_too = argparse.ArgumentParser(add_help=False)
-    url_too.add_argument("--url", default=argparse.SUPPRESS)
-    http.add(parser.add_subparsers(required=True), url_too)
-    args = parser.parse_args(argv)
-    return int(args.serve(args))
-
-
-if __name__ == "__main__":
-    sys.exit(serve_command(sys.argv[1:]))

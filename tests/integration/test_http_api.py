@@ -29,7 +29,7 @@ from schemathesis import checks
 from starlette.testclient import TestClient
 
 from tenure import App, Status
-from tenure.cli import http as cli_http
+from tenure.cli import serve as cli_serve
 from tenure.errors import ConfigError, StoreError
 from tenure.http import create_app
 from tenure.store.types import WorkerInfo
@@ -446,20 +446,20 @@ def _serve_args(**overrides: Any) -> argparse.Namespace:
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.10", "example.com"])
 def test_insecure_is_refused_off_loopback(host: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli_http.serve(_serve_args(host=host, insecure=True)) == 2
+    assert cli_serve.serve(_serve_args(host=host, insecure=True)) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and "--insecure" in lines[0] and host in lines[0]
-    assert not cli_http.is_loopback(host)
-    assert all(map(cli_http.is_loopback, ["127.0.0.1", "127.1.2.3", "::1", "[::1]", "localhost"]))
+    assert not cli_serve.is_loopback(host)
+    assert all(map(cli_serve.is_loopback, ["127.0.0.1", "127.1.2.3", "::1", "[::1]", "localhost"]))
 
 
 def test_a_weak_token_in_the_environment_is_refused_without_showing_it(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv(cli_http.TOKEN_VARIABLE, "hunter2")
-    assert cli_http.serve(_serve_args()) == 2
+    monkeypatch.setenv(cli_serve.TOKEN_VARIABLE, "hunter2")
+    assert cli_serve.serve(_serve_args()) == 2
     err = capsys.readouterr().err
-    assert cli_http.TOKEN_VARIABLE in err and "hunter2" not in err
+    assert cli_serve.TOKEN_VARIABLE in err and "hunter2" not in err
 
 
 def test_an_address_in_use_is_one_line(app: App) -> None:
@@ -468,7 +468,7 @@ def test_an_address_in_use_is_one_line(app: App) -> None:
         taken.listen()
         busy = taken.getsockname()[1]
         with pytest.raises(ConfigError, match=f"cannot listen on 127.0.0.1:{busy}"):
-            cli_http.build_server(create_app(app, token=TOKEN), _serve_args(port=busy))
+            cli_serve.build_server(create_app(app, token=TOKEN), _serve_args(port=busy))
 
 
 @pytest.mark.timeout(60)
@@ -476,8 +476,8 @@ def test_serve_prints_a_new_token_once_and_never_logs_it(tmp_path: Path) -> None
     """The whole command in a process: a token made and printed once, the API
     behind it, uvicorn's access lines without the Authorization header."""
     url = f"sqlite:///{tmp_path / 'served.db'}"
-    env = {k: v for k, v in os.environ.items() if k != cli_http.TOKEN_VARIABLE}
-    command = [sys.executable, "-m", "tests.apps.api", "serve", "--app", "tests.apps.api:app",
+    env = {k: v for k, v in os.environ.items() if k != cli_serve.TOKEN_VARIABLE}
+    command = [sys.executable, "-m", "tenure", "serve", "--app", "tests.apps.api:app",
                "--port", "0", "--url", url]  # fmt: skip
     with subprocess.Popen(command, cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True) as server:
         assert server.stderr is not None

@@ -28,7 +28,7 @@ from starlette.testclient import TestClient
 
 from examples.mounting import fastapi_site, starlette_site
 from tenure import App, Status
-from tenure.cli import http as cli_http
+from tenure.cli import serve as cli_serve
 from tenure.http import create_app
 from tenure.http.dashboard import Site
 from tenure.http.openapi import document
@@ -112,7 +112,7 @@ def _served_by_tenure(url: str) -> Iterator[httpx.Client]:
     client that reaches it through the prefix-stripping proxy."""
     server = WorkerProcess(
         url, "--port", "0", "--root-path", PREFIX, command="serve", app="tests.apps.api:app",
-        env={cli_http.TOKEN_VARIABLE: TOKEN}, ready="HTTP API of",
+        env={cli_serve.TOKEN_VARIABLE: TOKEN}, ready="HTTP API of",
     )  # fmt: skip
     try:
         port = re.search(r"http://127\.0\.0\.1:(\d+)/api", server.wait_for_log("HTTP API of"))

@@ -18,7 +18,7 @@ from typing import NoReturn, cast
 
 from tenure import __version__
 from tenure.admin import TaskAdmin
-from tenure.cli import commands, http, serve, settings, tasks
+from tenure.cli import commands, running, scheduler, serve, settings, tasks, worker
 from tenure.cli import events as event_commands
 from tenure.cli.output import console, error, task_table
 from tenure.errors import ConfigError, InvalidInput, TenureError
@@ -63,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    serve.refuse_private(resolve_url(args.url))
+    running.refuse_private(resolve_url(args.url))
     if args.run is None:  # these commands open their store (or their App's) themselves
         return int(args.serve(args))
     with open_store(args.url) as store:
@@ -100,14 +100,14 @@ def build_parser(*, layered: bool = True) -> Parser:
     # --url is accepted after the command too (tenure worker --app m:app --url ...).
     url_too = argparse.ArgumentParser(add_help=False)
     url_too.add_argument("--url", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
-    layered_parsers = [parser, *serve.add(subcommands, url_too)]
+    layers = settings.layered(worker.OPTIONS) if layered else {}
+    worker.add(subcommands, url_too, layers)
+    scheduler.add(subcommands, url_too, layers)
     commands.add(subcommands, url_too)
     tasks.add(subcommands, url_too)
     event_commands.add(subcommands, url_too)
-    http.add(subcommands, url_too)
+    serve.add(subcommands, url_too)
     _add_completion(subcommands, parser)
-    if layered:
-        settings.apply(layered_parsers)
     return parser
 
 
