@@ -15,9 +15,12 @@ psycopg_pool replaces a dead connection in the background, waiting twice as
 long after each refused attempt (1 s, 2 s, 4 s, ... up to its
 ``reconnect_timeout``, five minutes). After a one-minute outage its next attempt
 could come a minute after the server is back, and every worker would wait that
-long for a connection. Here the waits stop growing at :data:`RETRY_MAX`, so a
-pool finds a returned server within seconds, as tenure's listeners and workers
-do.
+long for a connection. Here psycopg_pool gives up after :data:`RECONNECT_ROUND`
+(its attempts one second apart), and the pool starts a new round after a pause
+of :data:`RECONNECT` (a :class:`~tenure.Backoff`, at most two seconds), through
+psycopg_pool's public ``reconnect_failed`` and ``check()``: attempts never come
+more than :data:`RETRY_MAX` seconds apart, so a pool finds a returned server
+within seconds, as tenure's listeners and workers do.
 
 Its connections keep a cursor for a statement run very often (see
 :meth:`PooledConnection.kept_cursor`).
@@ -25,24 +28,26 @@ Its connections keep a cursor for a statement run very often (see
 
 from __future__ import annotations
 
+import threading
 from time import monotonic
 from typing import Any, TypeVar
 
 import psycopg
 from psycopg.rows import RowFactory
 from psycopg_pool import ConnectionPool
-from psycopg_pool.base import AttemptWithBackoff
+
+from tenure.retry import Backoff
 
 R = TypeVar("R")
 
-RETRY_MAX = 2.0
+RECONNECT_ROUND = 2.0
+"""Seconds psycopg_pool keeps trying to replace a connection before it gives up
+and the pool pauses: attempts at 0, 1 and 2 seconds."""
+RECONNECT = Backoff(base=0.5, maximum=2.0, jitter=0.5)
+"""The pause before the pool's next round of attempts (spread so that the
+processes of a fleet come back at different moments)."""
+RETRY_MAX = RECONNECT.maximum
 """Seconds between two attempts to reconnect, at most."""
-
-
-class _Attempt(AttemptWithBackoff):
-    def update_delay(self, now: float) -> None:
-        super().update_delay(now)
-        self.delay = min(self.delay, RETRY_MAX)
 
 
 class PooledConnection(psycopg.Connection[Any]):
@@ -75,10 +80,34 @@ class Pool(ConnectionPool[Any]):
 
     def __init__(self, conninfo: str = "", **kwargs: Any) -> None:
         kwargs.setdefault("connection_class", PooledConnection)
+        kwargs.setdefault("reconnect_timeout", RECONNECT_ROUND)
+        kwargs.setdefault("reconnect_failed", Pool._reconnect_later)
         super().__init__(conninfo, **kwargs)
+        self._pauses = RECONNECT.delays()
+        self._next_round: threading.Timer | None = None
+        self._rounds = threading.Lock()
 
-    def _add_connection(self, attempt: AttemptWithBackoff | None, growing: bool = False) -> None:
-        super()._add_connection(attempt or _Attempt(timeout=self.reconnect_timeout), growing)
+    def _reconnect_later(self) -> None:
+        """psycopg_pool gave up a round of attempts: begin another after a
+        pause (``check()`` grows the pool back to its ``min_size``). Several
+        connections giving up at once make one round."""
+        with self._rounds:
+            if self.closed or (self._next_round is not None and self._next_round.is_alive()):
+                return
+            self._next_round = threading.Timer(next(self._pauses), self._round)
+            self._next_round.daemon = True
+            self._next_round.start()
+
+    def _round(self) -> None:
+        with self._rounds:
+            if not self.closed:
+                self.check()
+
+    def close(self, timeout: float = 5.0) -> None:
+        with self._rounds:
+            if self._next_round is not None:
+                self._next_round.cancel()
+        super().close(timeout)
 
     def _get_ready_connection(self, timeout: float | None) -> Any:
         # Called with the pool's lock held. psycopg_pool takes the connection
