@@ -11,6 +11,7 @@ theirs). A SQL store mixes :class:`SqlReads` in before
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any, ClassVar, Protocol
 
 from tenure.store.backend import AFTER_ALL, Listing
@@ -23,7 +24,8 @@ class Rows(Protocol):
 
     def task(self, row: Any) -> Task: ...
 
-    def filter_params(self, filters: TaskFilter) -> dict[str, Any]: ...
+    def moment_param(self, moment: datetime | None) -> Any:
+        """A time as the dialect's statements take it."""
 
     def worker(self, row: Any) -> WorkerInfo: ...
 
@@ -50,7 +52,7 @@ class SqlReads:
     def _task_list(
         self, filters: TaskFilter, after: int, limit: int, newest_first: bool, scan: int | None
     ) -> Listing:
-        params = {"after": after, "limit": limit, "scan": scan, **self.rows.filter_params(filters)}
+        params = {"after": after, "limit": limit, "scan": scan, **self._filter_params(filters)}
         query = "list_tasks"
         if newest_first:
             query, params["before"] = "list_tasks_newest", after or AFTER_ALL
@@ -59,7 +61,7 @@ class SqlReads:
         return Listing(tasks, None if scan is None else found[0]["examined_to"])
 
     def _task_count(self, filters: TaskFilter) -> int:
-        count: int = self._read("count_tasks", self.rows.filter_params(filters))[0]["count"]
+        count: int = self._read("count_tasks", self._filter_params(filters))[0]["count"]
         return count
 
     def _task_last_id(self, pattern: str) -> str | None:
@@ -72,3 +74,16 @@ class SqlReads:
     def _leader_get(self, name: str) -> LeaderState | None:
         found = self._read("leader_get", {"name": name})
         return self.rows.leader(found[0]) if found else None
+
+    def _filter_params(self, filters: TaskFilter) -> dict[str, Any]:
+        """The filter parameters of ``list_tasks`` and ``count_tasks``."""
+        return {
+            "topic": filters.topic,
+            "sub_topic": filters.sub_topic,
+            "status": None if filters.status is None else str(filters.status),
+            "name": filters.name,
+            "group_id": filters.group_id,
+            "text": filters.text,
+            "created_from": self.rows.moment_param(filters.created_from),
+            "created_to": self.rows.moment_param(filters.created_to),
+        }

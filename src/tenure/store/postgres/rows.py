@@ -30,7 +30,6 @@ from tenure.store.types import (
     PreparedTask,
     QueueStats,
     Report,
-    TaskFilter,
     TaskState,
     UniqueLock,
     WorkerInfo,
@@ -88,18 +87,9 @@ def lease_params(leases: Sequence[Lease], now: datetime | None) -> dict[str, Any
     }
 
 
-def filter_params(filters: TaskFilter) -> dict[str, Any]:
-    """The filter parameters of ``list_tasks`` and ``count_tasks``."""
-    return {
-        "topic": filters.topic,
-        "sub_topic": filters.sub_topic,
-        "status": None if filters.status is None else str(filters.status),
-        "name": filters.name,
-        "group_id": filters.group_id,
-        "text": filters.text,
-        "created_from": filters.created_from,
-        "created_to": filters.created_to,
-    }
+def moment_param(moment: datetime | None) -> datetime | None:
+    """A time as the statements take it: as it is (``timestamptz``)."""
+    return moment
 
 
 def worker_params(info: WorkerInfo, now: datetime | None) -> dict[str, Any]:

@@ -29,7 +29,6 @@ from tenure.store.types import (
     LeaderState,
     PreparedTask,
     Report,
-    TaskFilter,
     TaskState,
     UniqueLock,
     WorkerInfo,
@@ -38,17 +37,9 @@ from tenure.store.types import (
 from tenure.task import LockPhase, Status, Task, TaskError
 
 
-def filter_params(filters: TaskFilter) -> dict[str, Any]:
-    return {
-        "topic": filters.topic,
-        "sub_topic": filters.sub_topic,
-        "status": None if filters.status is None else str(filters.status),
-        "name": filters.name,
-        "group_id": filters.group_id,
-        "text": filters.text,
-        "created_from": epoch(filters.created_from),
-        "created_to": epoch(filters.created_to),
-    }
+def moment_param(moment: datetime | None) -> float | None:
+    """A time as the statements take it: seconds since the epoch."""
+    return epoch(moment)
 
 
 def leader_params(lease: LeaderLease) -> dict[str, Any]:
