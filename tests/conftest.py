@@ -82,6 +82,62 @@ def own_database(prefix: str) -> Iterator[str]:
             admin.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
 
 
+RUN_VARIABLE = "TENURE_TEST_RUN"
+"""Names what the processes of one run of the suite share: set by the first
+process, inherited by the xdist processes it starts."""
+SHARED_PREFIX = "tenure_shared_"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    os.environ.setdefault(RUN_VARIABLE, uuid.uuid4().hex[:12])
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The first process drops the run's shared databases, once every process
+    is done with them."""
+    if hasattr(session.config, "workerinput"):
+        return
+    import psycopg
+
+    pattern = f"{SHARED_PREFIX}{os.environ[RUN_VARIABLE]}_%"
+    try:
+        with psycopg.connect(POSTGRES_URL, autocommit=True, connect_timeout=5) as admin:
+            found = admin.execute(
+                "SELECT datname FROM pg_database WHERE datname LIKE %s", [pattern]
+            ).fetchall()
+            for (dbname,) in found:
+                admin.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
+    except psycopg.OperationalError:
+        pass  # no server: nothing was made
+
+
+def shared_database(name: str, fill: Callable[[str], None]) -> str:
+    """The URL of a database every process of this run shares, made and filled
+    (``fill(url)``) by the first to ask while the others wait, dropped when the
+    run ends: for what many tests only read and is long to make."""
+    import psycopg
+
+    dbname = f"{SHARED_PREFIX}{os.environ[RUN_VARIABLE]}_{name}"
+    making = f"{dbname}_making"
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+        admin.execute("SELECT pg_advisory_lock(hashtext(%s))", [dbname])
+        try:
+            if not admin.execute(
+                "SELECT 1 FROM pg_database WHERE datname = %s", [dbname]
+            ).fetchone():
+                admin.execute(f'DROP DATABASE IF EXISTS "{making}" WITH (FORCE)')
+                admin.execute(f'CREATE DATABASE "{making}"')
+                fill(_with_database(POSTGRES_URL, making))
+                admin.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
+                    [making],
+                )
+                admin.execute(f'ALTER DATABASE "{making}" RENAME TO "{dbname}"')
+        finally:
+            admin.execute("SELECT pg_advisory_unlock(hashtext(%s))", [dbname])
+    return _with_database(POSTGRES_URL, dbname)
+
+
 @pytest.fixture
 def blank_postgres_url(postgres_url: str) -> Iterator[str]:
     """A database of its own with nothing in it (the run's shared one is

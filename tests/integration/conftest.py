@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tenure.store import open_store
-from tests.conftest import _require_postgres, own_database
+from tests.conftest import _require_postgres, shared_database
 from tests.integration.workers import WorkerProcess
 
 
@@ -51,13 +51,15 @@ def disk(tmp_path: Path) -> Iterator[Path]:
 
 
 @pytest.fixture(scope="session")
-def million_url(postgres_url: str) -> Iterator[str]:
-    """A PostgreSQL database of its own holding 1,000,000 tasks
-    (:mod:`tests.integration.million`), made once for the tests that only read
-    it (the dashboard's and the metrics' at scale), and dropped after the run."""
+def million_url(postgres_url: str) -> str:
+    """A PostgreSQL database holding 1,000,000 tasks
+    (:mod:`tests.integration.million`), made once per run, whichever process
+    asks first, for the tests that only read it (the dashboard's and the
+    metrics' at scale), and dropped after the run."""
     from tests.integration.million import fill_million
 
-    with own_database("tenure_million") as url:
+    def fill(url: str) -> None:
         with open_store(url) as store:
             fill_million(store, url)
-        yield url
+
+    return shared_database("million", fill)
