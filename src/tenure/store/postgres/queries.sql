@@ -612,6 +612,12 @@ DELETE FROM wake_wanted WHERE waiter = %(waiter)s::text;
 
 -- Migrations. The advisory lock is held until the migrating transaction ends,
 -- so processes migrating at once take turns: the later ones find the work done.
+
+-- The isolation migrations need (see schema.migrate_connection), for a
+-- migrating transaction that another opened (Django's): its first statement.
+-- name: read_committed
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+
 -- name: lock_migrations
 SELECT pg_advisory_xact_lock(hashtext('tenure.migrations'));
 
