@@ -6,7 +6,8 @@ in tenure's own ledger, so a store opened afterwards changes nothing);
 ``migrate`` does nothing; ``migrate tenure zero`` drops tenure's tables, and a
 partial reversal is refused before anything runs. A schema that the
 ``post_migrate`` hook of earlier versions made (tenure's tables, no Django
-rows) is taken over without running its SQL again.
+rows) is taken over without running its SQL again, and one an older version
+made is brought up to date.
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ from tenure import open_store
 from tenure.contrib.django import migrations as django_migrations
 from tenure.store import NewTask
 from tenure.store.migrate import migrate_store, pending_migrations
+from tenure.store.postgres import schema as postgres_schema
 from tenure.store.sqlfile import load_queries, migrations
+from tenure.store.sqlite import schema as sqlite_schema
 from tenure.store.url import DIALECT_PACKAGES
 from tests.integration.test_django import (
     database_url,
@@ -195,6 +198,30 @@ def test_a_schema_the_old_post_migrate_hook_made_is_taken_over(target: Target) -
     assert target.ledger() == before  # not one applied again
     with open_store(target.url) as store:
         assert store.task_get(kept.id) is not None
+
+
+def test_a_schema_an_older_version_made_is_brought_up_to_date(target: Target) -> None:
+    # The first three SQL migrations, recorded in the ledger, as an older tenure's
+    # hook left them: the script of all the others "done" is the script of those.
+    older = target.sql_migrations()[:3]
+    later = {int(name[:4]) for name in target.sql_migrations()[3:]}
+    if target.dialect == "sqlite":
+        conn = sqlite3.connect(target.database["NAME"])
+        conn.executescript(sqlite_schema.script(later))
+        conn.close()
+    else:
+        with psycopg.connect(target.url, autocommit=True) as pg:
+            pg.execute(postgres_schema.script(later))
+    before = target.ledger()
+    assert [f"{v:04d}_{n}" for v, n, _ in before] == older
+
+    target.run(["migrate"])
+
+    assert target.ledger()[:3] == before  # kept as they were
+    assert pending_migrations(target.url) == []  # the others applied now
+    assert target.djangos_rows() == NAMES
+    with open_store(target.url) as store:
+        assert store.task_create(NewTask(topic="t", name="n")).topic == "t"
 
 
 def test_a_store_elsewhere_is_migrated_by_tenure_not_in_djangos_database(

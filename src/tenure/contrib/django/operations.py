@@ -121,7 +121,7 @@ def _forwards(schema_editor: Any, dialect: Dialect, name: str) -> None:
     schema = _schema(dialect)
     queries = schema.Q
     if dialect == "postgresql":
-        # Django opened the transaction: this is its first statement.
+        # Django opened the transaction, at the isolation of its settings.
         schema_editor.execute(queries["read_committed"], None)
         schema_editor.execute(queries["lock_migrations"], None)
         record = schema.record_statement(version, short)

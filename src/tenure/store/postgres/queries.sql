@@ -614,7 +614,9 @@ DELETE FROM wake_wanted WHERE waiter = %(waiter)s::text;
 -- so processes migrating at once take turns: the later ones find the work done.
 
 -- The isolation migrations need (see schema.migrate_connection), for a
--- migrating transaction that another opened (Django's): its first statement.
+-- migrating transaction that another opened (Django's). A no-op in a READ
+-- COMMITTED transaction; PostgreSQL refuses it in one at another level that
+-- has run a query already, where a migration could miss committed rows.
 -- name: read_committed
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 
