@@ -51,3 +51,16 @@ FROM pg_trigger AS t
 JOIN pg_class AS c ON c.oid = t.tgrelid
 WHERE c.relnamespace = current_schema()::regnamespace AND NOT t.tgisinternal
 ORDER BY c.relname, t.tgname;
+
+-- Every relation (table, view, index, sequence), function and type in the
+-- schema: what a teardown must leave none of.
+-- name: postgres_everything
+SELECT 'relation' AS kind, c.relname AS name FROM pg_class AS c
+WHERE c.relnamespace = current_schema()::regnamespace
+UNION ALL
+SELECT 'function', p.proname FROM pg_proc AS p
+WHERE p.pronamespace = current_schema()::regnamespace
+UNION ALL
+SELECT 'type', t.typname FROM pg_type AS t
+WHERE t.typnamespace = current_schema()::regnamespace
+ORDER BY 1, 2;

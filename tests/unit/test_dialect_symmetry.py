@@ -67,6 +67,8 @@ POSTGRES_ONLY = {
     "are each read on their own (one writer at a time, and nothing waits on them)",
     "lock_migrations": "processes migrating at once take turns on an advisory lock; SQLite's "
     "migrations hold the write lock (begin_write)",
+    "read_committed": "a migration in a transaction Django opened sets the isolation "
+    "PostgreSQL's migrations need; SQLite's transactions are serializable whatever is set",
     "without_jit": "task_groups turns off PostgreSQL's JIT compilation, which costs more than "
     "it saves there; SQLite compiles nothing",
     "wake_want": "PostgreSQL's triggers notify only while an idle waiter is registered (a "

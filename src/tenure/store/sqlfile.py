@@ -55,3 +55,11 @@ def migrations(package: str) -> list[tuple[int, str, str]]:
         if match:
             found.append((int(match[1]), match[2], entry.read_text(encoding="utf-8")))
     return sorted(found)
+
+
+def teardown(package: str) -> str:
+    """The SQL that drops whatever ``package``'s migrations made, at any version
+    (``migrations/teardown.sql``): the reverse of them all at once, as
+    ``manage.py migrate tenure zero`` runs it."""
+    folder = resources.files(package).joinpath("migrations")
+    return folder.joinpath("teardown.sql").read_text(encoding="utf-8")

@@ -23,7 +23,9 @@ and in your code::
 - The App's store is Django's database (``DATABASES["default"]``, or the alias
   ``TENURE["DATABASE"]``; PostgreSQL with psycopg 3, or SQLite), followed to
   the test database under Django's test runner; ``TENURE["URL"]`` puts it
-  elsewhere. ``manage.py migrate`` creates tenure's tables.
+  elsewhere. ``manage.py migrate`` creates tenure's tables, through Django
+  migrations of the app ``tenure`` that run tenure's SQL migrations (see
+  :mod:`tenure.contrib.django.operations`).
 - ``python manage.py tenure_worker [options]`` runs ``tenure worker`` with Django
   set up (in process-pool children too); ``python manage.py tenure <command>``
   runs any other ``tenure`` command on the same store.

@@ -16,9 +16,11 @@ of ``connection_created``, re-points the App each time Django connects that
 alias, so tenure uses the test database whenever Django does; and it closes
 tenure's store when Django opens its maintenance connection to create or drop a
 database, since PostgreSQL refuses to drop a database someone is connected to
-(the store opens again on its next use). :func:`migrate_schema`, a receiver of
-``post_migrate``, brings tenure's schema up to date with ``manage.py migrate``,
-so the test database has it too.
+(the store opens again on its next use). tenure's schema is made by Django's
+migrations (see :mod:`tenure.contrib.django.operations`), in the test database
+too; :func:`after_migrate`, a receiver of ``post_migrate``, migrates a store
+they cannot reach (``TENURE['URL']`` of another database) and opens a SQLite
+store once they are done.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from typing import Any
 from tenure.app import App
 from tenure.contrib.django.atomic import JoinAtomicBlocks, joins_atomic_blocks
 from tenure.contrib.django.conf import TenureSettings, tenure_settings
-from tenure.contrib.django.databases import store_url
+from tenure.contrib.django.databases import holds_store, store_url
 from tenure.errors import ConfigError
 from tenure.hooks import Middleware
 from tenure.loading import find
@@ -148,20 +150,31 @@ def follow(sender: object, connection: Any, **_: object) -> None:
         _point(binding.app, binding.settings.app, store_url(connection))
 
 
-def migrate_schema(sender: object, using: str, verbosity: int = 1, **kwargs: Any) -> None:
-    """``post_migrate``: create or update tenure's tables when ``manage.py
-    migrate`` runs on the alias that holds them (unless the App was made with
-    ``migrate=False``: then the schema is ``tenure migrate``'s to keep)."""
+def after_migrate(
+    sender: Any, using: str, verbosity: int = 1, plan: Any = None, **kwargs: Any
+) -> None:
+    """``post_migrate`` on the alias of tenure's tasks (unless the App was made
+    with ``migrate=False``: then the schema is ``tenure migrate``'s to keep):
+    bring a store outside Django's database up to date, as Django's migrations
+    apply tenure's schema only in that database; open a SQLite store there.
+    After ``migrate tenure zero``, nothing: opening the store would make the
+    schema again."""
     binding = _binding
     if binding is None or using != binding.settings.database or not binding.app.migrate:
         return
+    if any(back and m.app_label == sender.label for m, back in plan or ()):
+        return
+    from django.db import connections  # noqa: PLC0415 - Django is set up by now
+
     with _lock:
         _point(binding.app, binding.settings.app, _current_url(binding.settings))
-    applied = migrate_store(binding.app.url)
-    if applied and verbosity >= 1:
-        out = kwargs.get("stdout") or sys.stdout
-        out.write(f"  tenure: applied {', '.join(applied)} to {describe_url(binding.app.url)}\n")
-    if parse_url(binding.app.url)[0] == "sqlite":
+    url = binding.app.url
+    if not holds_store(binding.settings.url, connections[using]):
+        applied = migrate_store(url)
+        if applied and verbosity >= 1:
+            out = kwargs.get("stdout") or sys.stdout
+            out.write(f"  tenure: applied {', '.join(applied)} to {describe_url(url)}\n")
+    if parse_url(url)[0] == "sqlite":
         # Open the store now, while nothing holds the file: opening takes SQLite's
         # write lock, which a TestCase's transaction holds once its test wrote, and
         # a first enqueue there (in that transaction) would wait for it in vain.

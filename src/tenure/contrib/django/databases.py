@@ -121,6 +121,16 @@ def same_database(url: str, wrapper: Any) -> bool:
     return wanted is None or wanted == conninfo_to_dict(theirs).get("dbname")
 
 
+def holds_store(url: str | None, wrapper: Any) -> bool:
+    """Whether tenure's store is the database of ``wrapper``, where Django's
+    migrations make tenure's schema: always when ``settings.TENURE['URL']``
+    (``url``) is unset; when set, if it names that database (never one tenure
+    cannot share)."""
+    if url is None:
+        return True
+    return wrapper.vendor in SUPPORTED and same_database(url, wrapper)
+
+
 def _realpath(sqlite_url: str) -> str:
     return os.path.realpath(sqlite_parts(sqlite_url)[0])
 

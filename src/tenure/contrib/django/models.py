@@ -1,4 +1,6 @@
-"""No models: tenure's tables are its own, made by its migrations. This module
-exists because Django sends ``post_migrate`` only to apps that have one, and on
-that signal ``manage.py migrate`` brings tenure's schema up to date too (see
-:func:`tenure.contrib.django.binding.migrate_schema`)."""
+"""No models: tenure's tables are its own, made by this app's migrations (see
+:mod:`tenure.contrib.django.operations`). This module exists because Django sends
+``pre_migrate`` and ``post_migrate`` only to apps that have one: on the first,
+a partial reversal of tenure's migrations is refused; on the second, the App's
+store is opened, or migrated when it lives outside Django's databases (see
+:func:`tenure.contrib.django.binding.after_migrate`)."""

@@ -612,6 +612,14 @@ DELETE FROM wake_wanted WHERE waiter = %(waiter)s::text;
 
 -- Migrations. The advisory lock is held until the migrating transaction ends,
 -- so processes migrating at once take turns: the later ones find the work done.
+
+-- The isolation migrations need (see schema.migrate_connection), for a
+-- migrating transaction that another opened (Django's). A no-op in a READ
+-- COMMITTED transaction; PostgreSQL refuses it in one at another level that
+-- has run a query already, where a migration could miss committed rows.
+-- name: read_committed
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+
 -- name: lock_migrations
 SELECT pg_advisory_xact_lock(hashtext('tenure.migrations'));
 

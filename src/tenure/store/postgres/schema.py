@@ -108,12 +108,12 @@ def script(done: Collection[int] = ()) -> str:
     ]
     for version, name, sql in missing:
         parts.append(f"-- {'-' * 74}\n-- {version:04d}_{name}.sql\n-- {'-' * 74}\n{sql.strip()}")
-        parts.append(_record(version, name))
+        parts.append(record_statement(version, name))
     parts.append("COMMIT;")
     return "\n\n".join(parts) + "\n"
 
 
-def _record(version: int, name: str) -> str:
+def record_statement(version: int, name: str) -> str:
     """``record_migration`` with its values written in: a script has no
     parameters to bind. Both are known to be safe as literals: the version is
     an integer, the name a migration file's (``[a-z0-9_]+``)."""

@@ -38,7 +38,7 @@ def migrate(conn: sqlite3.Connection) -> list[int]:
         for version, name, sql in migrations(PACKAGE):
             if version in done:
                 continue
-            for statement in _statements(sql):
+            for statement in statements(sql):
                 conn.execute(statement)
             params = {"version": version, "name": name, "now": time.time()}
             conn.execute(Q["record_migration"], params)
@@ -103,12 +103,12 @@ def script(done: Collection[int] = ()) -> str:
     now = time.time()
     for version, name, sql in missing:
         parts.append(f"-- {'-' * 74}\n-- {version:04d}_{name}.sql\n-- {'-' * 74}\n{sql.strip()}")
-        parts.append(_record(version, name, now))
+        parts.append(record_statement(version, name, now))
     parts.append("COMMIT;")
     return "\n\n".join(parts) + "\n"
 
 
-def _record(version: int, name: str, now: float) -> str:
+def record_statement(version: int, name: str, now: float) -> str:
     """``record_migration`` with its values written in: a script has no
     parameters to bind. All are safe as literals: two numbers, and a migration
     file's name (``[a-z0-9_]+``)."""
@@ -118,17 +118,17 @@ def _record(version: int, name: str, now: float) -> str:
     return re.sub(r":([a-z_]+)", lambda found: values[found[1]], Q["record_migration"])
 
 
-def _statements(sql: str) -> list[str]:
+def statements(sql: str) -> list[str]:
     """Split a script into complete statements (trigger bodies stay whole)."""
-    statements: list[str] = []
+    found: list[str] = []
     pending = ""
     for line in sql.splitlines(keepends=True):
         pending += line
         if sqlite3.complete_statement(pending):
-            statements.append(pending.strip())
+            found.append(pending.strip())
             pending = ""
     if pending.strip() and not all(
         ln.strip().startswith("--") or not ln.strip() for ln in pending.splitlines()
     ):
         raise ValueError(f"incomplete SQL statement at end of migration: {pending[:80]!r}")
-    return statements
+    return found

@@ -1,0 +1,59 @@
+"""Each dialect's ``migrations/teardown.sql`` removes whatever the migrations
+made, from a database at any version: applied after the first migration, the
+first two, and so on up to all of them, it leaves the schema as empty as it
+was. It is the reverse of ``manage.py migrate tenure zero``
+(tenure.contrib.django.operations), and it names every object by hand, so a
+migration that makes a new one fails here until the teardown drops it too.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from tenure.store.sqlfile import load_queries, migrations, teardown
+from tenure.store.sqlite.schema import statements
+
+CATALOG = load_queries("tests", "schema/catalog.sql")
+
+
+def sqlite_objects(conn: sqlite3.Connection) -> list[str]:
+    return [name for _, name, _ in conn.execute(CATALOG["sqlite_objects"])]
+
+
+def test_the_sqlite_teardown_empties_a_database_at_every_version(tmp_path: Path) -> None:
+    every = migrations("tenure.store.sqlite")
+    for upto in range(1, len(every) + 1):
+        conn = sqlite3.connect(tmp_path / f"at_{upto}.db", isolation_level=None)
+        try:
+            for _, _, sql in every[:upto]:
+                for statement in statements(sql):
+                    conn.execute(statement)
+            assert "tasks" in sqlite_objects(conn)
+
+            for statement in statements(teardown("tenure.store.sqlite")):
+                conn.execute(statement)
+
+            assert sqlite_objects(conn) == [], f"left after {every[upto - 1][1]}"
+        finally:
+            conn.close()
+
+
+def test_the_postgres_teardown_empties_a_database_at_every_version(
+    blank_postgres_url: str,
+) -> None:
+    psycopg = pytest.importorskip("psycopg")
+    every = migrations("tenure.store.postgres")
+    with psycopg.connect(blank_postgres_url, autocommit=True) as conn:
+        assert conn.execute(CATALOG["postgres_everything"]).fetchall() == []
+        for upto in range(1, len(every) + 1):
+            for _, _, sql in every[:upto]:
+                conn.execute(sql)
+            assert ("relation", "tasks") in conn.execute(CATALOG["postgres_everything"]).fetchall()
+
+            conn.execute(teardown("tenure.store.postgres"))
+
+            left = conn.execute(CATALOG["postgres_everything"]).fetchall()
+            assert left == [], f"left after {every[upto - 1][1]}"
