@@ -54,4 +54,3 @@ def seed(app: tenure.App) -> None:
         reach(app.store, status, group_id="seeded", description="seeded task")
     app.lookup("send-email").options(delay=60).enqueue("ada@example.com", subject="hi")
     app.store.worker_beat(WorkerInfo(id="w-1", host="box", pid=42, topics=("math",)))
-
