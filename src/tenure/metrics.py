@@ -16,12 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from tenure.hooks import HOOK_KINDS, Hooks, Outcome
 from tenure.store import Store
+from tenure.store.types import Backlog
 from tenure.task import Status
 
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900)
@@ -105,6 +106,19 @@ class WorkerMetrics:
             "Tasks the hosted scheduler took back from silent workers.",
             registry=self.registry,
         )
+
+        self.backlog = Gauge(
+            "tenure_retention_backlog",
+            "Rows older than the retention left by the hosted scheduler's last prune, "
+            "per kind (tasks, events), counted up to a cap.",
+            ["kind"],
+            registry=self.registry,
+        )
+
+    def retention(self, backlog: Backlog) -> None:
+        """What the hosted scheduler's last prune left."""
+        self.backlog.labels("tasks").set(backlog.tasks)
+        self.backlog.labels("events").set(backlog.events)
 
     def hook_into(self, hooks: Hooks) -> None:
         """Count every ending the worker's hooks are told of."""

@@ -90,6 +90,8 @@ def test_a_worker_serves_its_own_metrics(store_url: str, store: Store) -> None:
     assert samples[(outcome, (("name", failed.name), ("outcome", "retrying")))] == 1
     duration = "tenure_task_duration_seconds_count"
     assert samples[(duration, (("name", basic.add.name), ("outcome", "succeeded")))] == 3
+    for kind in ("tasks", "events"):  # the hosted scheduler pruned, and keeps up
+        assert samples[("tenure_retention_backlog", (("kind", kind),))] == 0
 
 
 def _counted(port: int, name: str) -> Samples | None:

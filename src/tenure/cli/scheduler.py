@@ -33,6 +33,13 @@ SCHEDULING = (
         default=default_of(Scheduler, "retention"),
         type=float,
     ),
+    Option(
+        "--prune-budget",
+        "seconds a cycle may spend deleting what retention no longer keeps, "
+        "every cycle while some is left",
+        default=default_of(Scheduler, "prune_budget"),
+        type=float,
+    ),
 )
 """The scheduler's settings, wherever it runs (alone, or hosted by a worker)."""
 

@@ -138,5 +138,7 @@ def _serve_metrics(app: App, host: str, port: int) -> Callable[[CycleReport], No
 
     def count(report: CycleReport) -> None:
         metrics.revoked.inc(len(report.revoked))
+        if report.backlog is not None:
+            metrics.retention(report.backlog)
 
     return count

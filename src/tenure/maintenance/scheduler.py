@@ -8,12 +8,16 @@ Each cycle (every ``interval`` seconds, 1 s by default), if this process leads:
 2. enqueue due periodic tasks, once per tick;
 3. run due observer queries and save their reports, once per slot, and fold
    the task tallies that stats and metrics read;
-4. every ``prune_every`` seconds: delete finished tasks, events and reports
-   older than the retention (7 days by default), forget workers silent for long, expire
-   unique locks past their time to live (a lock's own task gives it up in the
-   transition that ends its phase; this is the safety net), and, where the
-   database does not (PostgreSQL with autovacuum off), refresh the planner's
-   statistics of tables that changed much.
+4. every ``prune_every`` seconds, and every cycle while older rows are left:
+   delete finished tasks and events older than the retention (7 days by
+   default), in batches, for up to ``prune_budget`` seconds a cycle
+   (:mod:`tenure.maintenance.retention`);
+5. every ``prune_every`` seconds: delete the reports of queries no longer run,
+   forget workers silent for long, expire unique locks past their time to live
+   (a lock's own task gives it up in the transition that ends its phase; this
+   is the safety net), and, where the database does not (PostgreSQL with
+   autovacuum off), refresh the planner's statistics of tables that changed
+   much.
 
 A process that stands by still watches leases (the mark half of supervision,
 every half leader lease): should the leader die with a worker, whoever takes
@@ -41,9 +45,10 @@ from tenure.errors import TenureError
 from tenure.maintenance.leader import Leadership
 from tenure.maintenance.observer import Observation, Observer
 from tenure.maintenance.periodic import Periodic, PeriodicEnqueuer
+from tenure.maintenance.retention import BUDGET, Retention
 from tenure.maintenance.supervisor import Supervisor
 from tenure.store import Store
-from tenure.store.types import Report
+from tenure.store.types import Backlog, Report
 from tenure.task import Task
 
 log = logging.getLogger("tenure.scheduler")
@@ -61,6 +66,9 @@ class CycleReport:
     reports: list[Report] = field(default_factory=list)
     pruned_tasks: int = 0
     pruned_events: int = 0
+    backlog: Backlog | None = None
+    """What retention left older than the retention (``None``: the cycle did
+    not prune)."""
     pruned_reports: int = 0
     expired_locks: int = 0
     analyzed: list[str] = field(default_factory=list)
@@ -82,6 +90,7 @@ class Scheduler:
         leader_lease: float = 10.0,
         retention: float = DEFAULT_RETENTION,
         prune_every: float = 60.0,
+        prune_budget: float = BUDGET,
         worker_silence: float = 300.0,
         clock: Callable[[], float] = time.monotonic,
         on_cycle: Callable[[CycleReport], object] | None = None,
@@ -102,8 +111,10 @@ class Scheduler:
         self.supervisor = Supervisor(store, clock=clock)
         self.periodic = PeriodicEnqueuer(periodics or [])
         self.observer = Observer(observations or [])
+        self.pruner = Retention(store, retention, budget=prune_budget, clock=clock)
         self.watch_every = leader_lease / 2
         self._next_prune = self._next_watch = 0.0
+        self._behind = False
         self._was_leader = False
 
     def run_once(self) -> CycleReport:
@@ -121,8 +132,11 @@ class Scheduler:
         self._step(report, "periodic", lambda: self._enqueue(report))
         self._step(report, "observe", lambda: self._observe(report))
         self._step(report, "tally", self.store.tally_fold)
-        if self.clock() >= self._next_prune:
+        due = self.clock() >= self._next_prune
+        if due or self._behind:
             self._step(report, "prune", lambda: self._prune(report))
+        if due:
+            self._step(report, "housekeep", lambda: self._housekeep(report))
             self._next_prune = self.clock() + self.prune_every
         if self.on_cycle is not None:
             self.on_cycle(report)
@@ -157,8 +171,12 @@ class Scheduler:
         report.reports = self.observer.run_once(self.store, self.leadership.owner)
 
     def _prune(self, report: CycleReport) -> None:
-        report.pruned_tasks = self.store.task_prune(self.retention, limit=10_000)
-        report.pruned_events = self.store.event_prune(self.retention, limit=10_000)
+        pruned = self.pruner.prune()
+        report.pruned_tasks, report.pruned_events = pruned.tasks, pruned.events
+        report.backlog = pruned.backlog
+        self._behind = pruned.backlog.rows > 0
+
+    def _housekeep(self, report: CycleReport) -> None:
         report.pruned_reports = self.store.report_prune(self.retention)
         self.store.tally_fold(compact=True)
         report.expired_locks = self.store.unique_lock_prune()

@@ -188,6 +188,11 @@ class Backend(ABC):
     def _task_groups(self, limit: int, scan: int) -> list[GroupTally]: ...
 
     @abstractmethod
+    def _retention_backlog(
+        self, older_than: float, cap: int, now: datetime | None
+    ) -> tuple[int, int]: ...
+
+    @abstractmethod
     def _report_save(self, report: Report) -> Report | None: ...
 
     @abstractmethod

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from tenure.errors import InvalidInput
 from tenure.store import validate
 from tenure.store.backend import Backend
-from tenure.store.types import Event, GroupProgress, MinuteRate, QueueStats
+from tenure.store.types import Backlog, Event, GroupProgress, MinuteRate, QueueStats
 from tenure.task import Status
 
 DEFAULT_WINDOW = 300.0
@@ -24,6 +24,9 @@ MAX_RATE_MINUTES = 1440
 tallies keep minute by minute (older minutes are folded into totals)."""
 
 MINUTE = timedelta(minutes=1)
+
+BACKLOG_CAP = 100_000
+"""Rows :meth:`Operating.retention_backlog` counts at most, of each kind."""
 
 
 class Operating(Backend):
@@ -90,6 +93,19 @@ class Operating(Backend):
             counts.setdefault(group_id, {})[status] = count
             first[group_id] = min(created_at, first.get(group_id, created_at))
         return [GroupProgress(g, _every_status(c), first[g]) for g, c in counts.items()]
+
+    def retention_backlog(
+        self, older_than: float, *, cap: int = BACKLOG_CAP, now: datetime | None = None
+    ) -> Backlog:
+        """How many finished tasks and events are older than ``older_than``
+        seconds, the rows retention has yet to delete, each counted up to
+        ``cap``: a walk of the retention indexes that stays short however long
+        the backlog."""
+        older_than = validate.seconds(older_than, "older_than", allow_zero=True)
+        cap = validate.integer(cap, "cap", minimum=1)
+        validate.moment(now, "now")
+        tasks, events = self._retention_backlog(older_than, cap, now)
+        return Backlog(tasks, events, cap)
 
 
 _STATUSES = tuple(Status)  # iterating the enum itself costs ten times more

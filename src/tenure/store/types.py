@@ -228,6 +228,22 @@ class QueueStats:
 
 
 @dataclass(frozen=True, slots=True)
+class Backlog:
+    """What retention has yet to delete (``Store.retention_backlog``): the
+    finished tasks and the events older than the retention, each counted up to
+    ``cap`` (a count equal to it means at least that many)."""
+
+    tasks: int
+    events: int
+    cap: int
+
+    @property
+    def rows(self) -> int:
+        """Tasks and events together."""
+        return self.tasks + self.events
+
+
+@dataclass(frozen=True, slots=True)
 class MinuteRate:
     """How many tasks entered each status in one minute (``Store.task_rates``):
     ``minute`` is its start, in UTC; every status is a key, zero when none

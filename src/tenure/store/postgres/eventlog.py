@@ -84,6 +84,13 @@ class PostgresLog:
             for row in found
         ]
 
+    def _retention_backlog(
+        self, older_than: float, cap: int, now: datetime | None
+    ) -> tuple[int, int]:
+        params = {"older_than": older_than, "cap": cap, "now": now}
+        found = self._read("retention_backlog", params)[0]
+        return found["tasks"], found["events"]
+
     def _report_save(self, report: Report) -> Report | None:
         found = self._read("report_save", rows.report_params(report))
         return rows.report(found[0]) if found else None

@@ -463,6 +463,24 @@ WITH picked AS MATERIALIZED (
 )
 SELECT count(*) AS count FROM gone;
 
+-- How many finished tasks and events are older than the retention, each
+-- counted up to a cap: a bounded walk of tasks_finished and events_by_time.
+-- name: retention_backlog
+WITH cutoff AS (
+    SELECT COALESCE(%(now)s::timestamptz, now())
+           - make_interval(secs => %(older_than)s::float8) AS at
+)
+SELECT
+    (SELECT count(*) FROM (
+        SELECT 1 FROM tasks
+        WHERE status IN ('done', 'failed', 'cancelled')
+          AND finished_at < (SELECT at FROM cutoff)
+        LIMIT %(cap)s::bigint
+    ) AS t) AS tasks,
+    (SELECT count(*) FROM (
+        SELECT 1 FROM events WHERE at < (SELECT at FROM cutoff) LIMIT %(cap)s::bigint
+    ) AS e) AS events;
+
 -- name: prune_events
 WITH picked AS MATERIALIZED (
     SELECT xid, id FROM events

@@ -366,6 +366,13 @@ class SQLiteStore(Watching, SqlReads, Store):
         with self._use() as conn:
             return eventlog.task_groups(conn, limit, scan)
 
+    def _retention_backlog(
+        self, older_than: float, cap: int, now: datetime | None
+    ) -> tuple[int, int]:
+        params = {"cutoff": epoch_or_now(now) - older_than, "cap": cap}
+        found = self._read("retention_backlog", params)[0]
+        return found["tasks"], found["events"]
+
     def _report_save(self, report: Report) -> Report | None:
         with self._write() as conn:
             return eventlog.save_report(conn, report, time.time())

@@ -344,6 +344,17 @@ DELETE FROM tasks WHERE seq IN (
     LIMIT :limit
 );
 
+-- How many finished tasks and events are older than the retention, each
+-- counted up to a cap: a bounded walk of tasks_finished and events_by_time.
+-- name: retention_backlog
+SELECT
+    (SELECT count(*) FROM (
+        SELECT 1 FROM tasks
+        WHERE status IN ('done', 'failed', 'cancelled') AND finished_at < :cutoff
+        LIMIT :cap
+    )) AS tasks,
+    (SELECT count(*) FROM (SELECT 1 FROM events WHERE at < :cutoff LIMIT :cap)) AS events;
+
 -- name: prune_events
 DELETE FROM events WHERE id IN (
     SELECT id FROM events WHERE at < :cutoff ORDER BY at LIMIT :limit
