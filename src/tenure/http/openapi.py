@@ -1,11 +1,14 @@
-"""The OpenAPI 3.1 document of the HTTP API, written by hand as data.
+"""The OpenAPI 3.1 document of the HTTP API, written as data where it has no
+other home, derived where it has.
 
-It is the API's contract, so it is written as one, not derived from the code it
-describes: every route, parameter, body and response shape, with the limits the
-API enforces (lengths, ranges, formats) so that a client generated from it
-refuses what the server would. The test suite runs schemathesis against it: each
-response is checked against the schema of its status, and generated bad input
-must be refused with a 4xx.
+It is the API's contract: every route, parameter, body and response shape, with
+the limits the API enforces (lengths, ranges, formats) so that a client
+generated from it refuses what the server would. The answers' schemas are
+derived from the dataclasses they are serialised from
+(:func:`tenure.http.schemas.derive`), so a field added to ``Task`` is in the
+document at once; the routes and their parameters are written here. The test
+suite runs schemathesis against it: each response is checked against the
+schema of its status, and generated bad input must be refused with a 4xx.
 """
 
 from __future__ import annotations
@@ -15,135 +18,76 @@ from typing import Any
 from tenure import __version__
 from tenure.checks import INT32, MAX_NAME_LENGTH, MAX_SECONDS
 from tenure.http.inputs import DEFAULT_LIMIT, MAX_LIMIT
+from tenure.http.schemas import (
+    COUNT,
+    TIME,
+    Schema,
+    derive,
+    nullable,
+    obj,
+    ref,
+    schema_of,
+    text,
+)
 from tenure.store.operating import DEFAULT_WINDOW
-from tenure.store.types import EVENT_KINDS
+from tenure.store.types import EVENT_KINDS, Event, Page, QueueStats, WorkerInfo
 from tenure.store.validate import MAX_DESCRIPTION_LENGTH
-from tenure.task import Status
+from tenure.task import Status, Task
 
-Schema = dict[str, Any]
-
-NO_NUL = "^[^\\u0000]*$"
-
-
-def ref(name: str) -> Schema:
-    return {"$ref": f"#/components/schemas/{name}"}
-
-
-def nullable(schema: Schema) -> Schema:
-    """``schema`` or ``null``."""
-    if "type" in schema:
-        return {**schema, "type": [schema["type"], "null"]}
-    return {"anyOf": [schema, {"type": "null"}]}
+NAMED: dict[type, str] = {
+    Status: "Status",
+    Task: "Task",
+    Page: "TaskPage",
+    Event: "Event",
+    QueueStats: "Stats",
+    WorkerInfo: "Worker",
+}
+"""The dataclasses (and the enum) that are schemas of their own, by name."""
 
 
-def text(max_length: int = MAX_NAME_LENGTH, pattern: str = NO_NUL) -> Schema:
-    """A non-empty string without NUL, as :func:`tenure.checks.text` accepts."""
-    return {"type": "string", "minLength": 1, "maxLength": max_length, "pattern": pattern}
-
-
-def obj(properties: dict[str, Schema], required: tuple[str, ...] | None = None) -> Schema:
-    """A closed object; every property required unless told otherwise."""
+def _answers() -> dict[str, Schema]:
+    """The answers' schemas, each derived from the dataclass it is serialised
+    from (:mod:`tenure.shapes`), refined where a type hint cannot say enough."""
+    per_topic = {"additionalProperties": {"additionalProperties": {"minimum": 0}}}
     return {
-        "type": "object",
-        "properties": properties,
-        "required": list(properties if required is None else required),
-        "additionalProperties": False,
-    }
-
-
-TIME: Schema = {"type": "string", "format": "date-time"}
-INTEGER: Schema = {"type": "integer"}
-COUNT: Schema = {"type": "integer", "minimum": 0}
-STRINGS: Schema = {"type": "array", "items": {"type": "string"}}
-
-
-def _task() -> Schema:
-    error = obj({name: {"type": "string"} for name in ("type", "message", "traceback")})
-    return obj(
-        {
-            "id": {"type": "string"},
-            "topic": {"type": "string"},
-            "name": {"type": "string"},
-            "status": ref("Status"),
-            "data": {"description": "what the task runs with: args, kwargs (and headers)"},
-            "sub_topic": {"type": "string"},
-            "group_id": nullable({"type": "string"}),
-            "description": nullable({"type": "string"}),
-            "result": {"description": "what the task returned, once done"},
-            "error": nullable(error),
-            "priority": INTEGER,
-            "attempts": COUNT,
-            "max_attempts": {"type": "integer", "minimum": 1},
-            "tags": STRINGS,
-            "assignee": nullable({"type": "string"}),
-            "timeout": nullable({"type": "number"}),
-            "run_at": nullable(TIME),
-            "created_at": nullable(TIME),
-            "updated_at": nullable(TIME),
-            "started_at": nullable(TIME),
-            "finished_at": nullable(TIME),
-            "duration": nullable({"type": "number"}),
-            "lease_owner": nullable({"type": "string"}),
-            "lease_expires_at": nullable(TIME),
-            "lease_token": nullable(INTEGER),
-            "lease_seconds": nullable({"type": "number"}),
-            "record_ver": INTEGER,
-            "unique_key": nullable({"type": "string"}),
-        }
-    )
-
-
-def _event() -> Schema:
-    return obj(
-        {
-            "cursor": {"type": "string", "description": "resumes a follower after this event"},
-            "kind": {"enum": sorted(EVENT_KINDS)},
-            "task_id": {"type": "string"},
-            "topic": {"type": "string"},
-            "name": {"type": "string"},
-            "from": nullable(ref("Status")),
-            "to": nullable(ref("Status")),
-            "attempt": COUNT,
-            "owner": nullable({"type": "string"}),
-            "at": TIME,
-        }
-    )
-
-
-def _stats() -> Schema:
-    per_status = {"type": "object", "propertyNames": ref("Status"), "additionalProperties": COUNT}
-    per_topic = {"type": "object", "additionalProperties": per_status}
-    return obj(
-        {
-            "at": TIME,
-            "since": {**TIME, "description": "endings are counted from this time"},
-            "counts": {**per_topic, "description": "tasks per topic and status"},
-            "oldest_pending": {
-                "type": "object",
-                "additionalProperties": TIME,
-                "description": "per topic, since when its oldest runnable task has waited",
+        "Status": schema_of(Status, {}),
+        "Task": derive(
+            Task,
+            NAMED,
+            {
+                "data": {"description": "what the task runs with: args, kwargs (and headers)"},
+                "result": {"description": "what the task returned, once done"},
+                "attempts": {"minimum": 0},
+                "max_attempts": {"minimum": 1},
             },
-            "endings": {**per_topic, "description": "tasks ended per topic and way since since"},
-            "workers_alive": COUNT,
-        }
-    )
-
-
-def _worker() -> Schema:
-    return obj(
-        {
-            "id": {"type": "string"},
-            "host": {"type": "string"},
-            "pid": INTEGER,
-            "topics": STRINGS,
-            "tags": STRINGS,
-            "pool": {"type": "string"},
-            "concurrency": INTEGER,
-            "held": COUNT,
-            "started_at": nullable(TIME),
-            "last_seen": nullable(TIME),
-        }
-    )
+        ),
+        "TaskPage": derive(Page, NAMED, {"cursor": {"description": "the next page's cursor"}}),
+        "Event": derive(
+            Event,
+            NAMED,
+            {"cursor": {"description": "resumes a follower after this event"}, "attempt": COUNT},
+            rename={"from_status": "from", "to_status": "to"},
+            omit=("id",),
+            add={"kind": {"enum": sorted(EVENT_KINDS)}},
+        ),
+        "Stats": derive(
+            QueueStats,
+            NAMED,
+            {
+                "since": {"description": "endings are counted from this time"},
+                "counts": {**per_topic, "description": "tasks per topic and status"},
+                "oldest_pending": {
+                    "description": "per topic, since when its oldest runnable task has waited"
+                },
+                "endings": {
+                    **per_topic,
+                    "description": "tasks ended per topic and way since since",
+                },
+            },
+            add={"workers_alive": COUNT},
+        ),
+        "Worker": derive(WorkerInfo, NAMED, {"held": COUNT}),
+    }
 
 
 def _enqueue_request() -> Schema:
@@ -175,22 +119,17 @@ def _enqueue_request() -> Schema:
 def _schemas() -> dict[str, Schema]:
     message = {"type": "string"}
     field = nullable({"type": "string", "description": "what was wrong; null: nothing sent"})
+    answers = _answers()
     return {
         "Error": obj({"error": obj({"field": field, "message": message})}),
-        "Status": {"type": "string", "enum": [status.value for status in Status]},
-        "Task": _task(),
-        "TaskPage": obj(
-            {
-                "tasks": {"type": "array", "items": ref("Task")},
-                "cursor": nullable({"type": "string", "description": "the next page's cursor"}),
-            }
-        ),
-        "Event": _event(),
+        "Status": answers.pop("Status"),
+        "Task": answers.pop("Task"),
+        "TaskPage": answers.pop("TaskPage"),
+        "Event": answers.pop("Event"),
         "TaskEvents": obj(
             {"task_id": {"type": "string"}, "events": {"type": "array", "items": ref("Event")}}
         ),
-        "Stats": _stats(),
-        "Worker": _worker(),
+        **answers,
         "Workers": obj({"workers": {"type": "array", "items": ref("Worker")}}),
         "EnqueueRequest": _enqueue_request(),
     }
