@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -27,7 +27,10 @@ from tenure.checks import INT32, integer, optional_text, seconds, text
 from tenure.errors import InvalidInput
 from tenure.store.types import TaskFilter
 from tenure.store.validate import MAX_DESCRIPTION_LENGTH
-from tenure.store.validate import status as parse_status
+
+Reader = Callable[[str, str], Any]
+"""How a parameter is read: its value as sent and its name, to the value the
+route works with; ``InvalidInput`` naming the parameter if it is not one."""
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 1000
@@ -40,18 +43,6 @@ ESCAPES = 4
 a client may escape every character (``\\u00e9``: six bytes for two). The
 payload's own limit is the store's, applied once it is decoded."""
 
-LIST_PARAMETERS = (
-    "status",
-    "topic",
-    "sub_topic",
-    "name",
-    "group",
-    "created_from",
-    "created_to",
-    "cursor",
-    "limit",
-    "order",
-)
 ENQUEUE_FIELDS = ("name", "args", "kwargs", "options")
 OPTION_NAMES = {
     # the API's name: the keyword of TaskFunction.options
@@ -189,6 +180,8 @@ def _object(value: object, field: str, known: tuple[str, ...]) -> dict[str, Any]
 
 
 # -- query strings and paths -------------------------------------------------------------
+# Each reader takes a value as the query string or the path gave it and the
+# parameter's name; :mod:`tenure.http.surface` pairs each with its schema.
 
 
 def query(params: QueryParams, known: tuple[str, ...] = ()) -> dict[str, str]:
@@ -212,39 +205,45 @@ class Listing:
     newest_first: bool
 
 
-def listing(params: Mapping[str, str]) -> Listing:
-    """The listing a query asks for (newest first, 50 tasks, unless it says otherwise)."""
-    status = params.get("status")
-    filters = TaskFilter(
-        status=None if status is None else parse_status(status),
-        topic=optional_text(params.get("topic"), "topic"),
-        sub_topic=optional_text(params.get("sub_topic"), "sub_topic"),
-        name=optional_text(params.get("name"), "name"),
-        group_id=optional_text(params.get("group"), "group"),
-        created_from=_moment(params.get("created_from"), "created_from"),
-        created_to=_moment(params.get("created_to"), "created_to"),
-    )
-    order = params.get("order", "newest")
-    if order not in ("newest", "oldest"):
-        raise InvalidInput("order", f"must be newest or oldest, not {order!r}")
-    limit = _count(params.get("limit", str(DEFAULT_LIMIT)), "limit", MAX_LIMIT)
-    cursor = params.get("cursor")
-    return Listing(filters, optional_text(cursor, "cursor"), limit, order == "newest")
+PAGING = ("cursor", "limit", "order")
+"""The listing's parameters that are not filters: every other one is a keyword
+of :class:`~tenure.store.types.TaskFilter`."""
 
 
-def _count(value: str, field: str, most: int) -> int:
-    if not _DIGITS.fullmatch(value):
-        raise InvalidInput(field, f"must be a whole number from 1 to {most}, not {value!r}")
-    number = int(value)
-    if not 1 <= number <= most:
-        raise InvalidInput(field, f"must be from 1 to {most}, not {number}")
-    return number
+def listing(values: Mapping[str, Any]) -> Listing:
+    """The listing its parameters' values ask for."""
+    filters = TaskFilter(**{name: value for name, value in values.items() if name not in PAGING})
+    return Listing(filters, values["cursor"], values["limit"], values["order"] == "newest")
 
 
-def _moment(value: str | None, field: str) -> datetime | None:
+def count(most: int) -> Reader:
+    """A reader of a whole number from 1 to ``most``."""
+
+    def read(value: str, field: str) -> int:
+        if not _DIGITS.fullmatch(value):
+            raise InvalidInput(field, f"must be a whole number from 1 to {most}, not {value!r}")
+        number = int(value)
+        if not 1 <= number <= most:
+            raise InvalidInput(field, f"must be from 1 to {most}, not {number}")
+        return number
+
+    return read
+
+
+def choice(*choices: str) -> Reader:
+    """A reader of one of ``choices``."""
+
+    def read(value: str, field: str) -> str:
+        if value not in choices:
+            listed = " or ".join(filter(None, (", ".join(choices[:-1]), choices[-1])))
+            raise InvalidInput(field, f"must be {listed}, not {value!r}")
+        return value
+
+    return read
+
+
+def moment(value: str, field: str) -> datetime:
     """An RFC 3339 time with its offset (``2026-11-23T08:00:00Z``), in UTC."""
-    if value is None:
-        return None
     example = "e.g. 2026-11-23T08:00:00Z"
     if not _RFC3339.fullmatch(value):
         raise InvalidInput(field, f"must be an RFC 3339 time with an offset ({example})")
@@ -254,16 +253,8 @@ def _moment(value: str | None, field: str) -> datetime | None:
         raise InvalidInput(field, f"not a valid time: {exc} ({example})") from None
 
 
-def window(params: Mapping[str, str], default: float) -> float:
-    """``GET /api/stats?window=``: seconds of endings to count."""
-    value = params.get("window")
-    if value is None:
-        return default
+def span(value: str, field: str) -> float:
+    """A positive number of seconds (``GET /api/stats?window=``)."""
     if not _NUMBER.fullmatch(value):
-        raise InvalidInput("window", f"must be a number of seconds, not {value!r}")
-    return seconds(float(value), "window")
-
-
-def task_id(value: str) -> str:
-    """A task id (or the start of one) from the path."""
-    return text(value, "id")
+        raise InvalidInput(field, f"must be a number of seconds, not {value!r}")
+    return seconds(float(value), field)

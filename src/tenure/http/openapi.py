@@ -1,26 +1,29 @@
-"""The OpenAPI 3.1 document of the HTTP API, written as data where it has no
-other home, derived where it has.
+"""The OpenAPI 3.1 document of the HTTP API, rendered from what the server
+itself runs on.
 
-It is the API's contract: every route, parameter, body and response shape, with
-the limits the API enforces (lengths, ranges, formats) so that a client
-generated from it refuses what the server would. The answers' schemas are
-derived from the dataclasses they are serialised from
-(:func:`tenure.http.schemas.derive`), so a field added to ``Task`` is in the
-document at once; the routes and their parameters are written here. The test
-suite runs schemathesis against it: each response is checked against the
-schema of its status, and generated bad input must be refused with a 4xx.
+The document is the API's contract: every route, parameter, body and response
+shape, with the limits the API enforces (lengths, ranges, formats) so that a
+client generated from it refuses what the server would. So it is not written
+beside the code it describes, where the two drift apart unseen until
+schemathesis runs: the routes and their parameters are the table the server
+serves (:mod:`tenure.http.surface`), each parameter's schema declared with the
+reader that checks it, and the answers' schemas are derived from the
+dataclasses they are serialised from (:func:`tenure.http.schemas.derive`). What
+is written here is what has no other home: the enqueue body, the error answers,
+the wrappers of lists. The test suite runs schemathesis against the document:
+each response is checked against the schema of its status, and generated bad
+input must be refused with a 4xx.
 """
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from tenure import __version__
-from tenure.checks import INT32, MAX_NAME_LENGTH, MAX_SECONDS
-from tenure.http.inputs import DEFAULT_LIMIT, MAX_LIMIT
+from tenure.checks import INT32, MAX_SECONDS
 from tenure.http.schemas import (
     COUNT,
-    TIME,
     Schema,
     derive,
     nullable,
@@ -29,7 +32,7 @@ from tenure.http.schemas import (
     schema_of,
     text,
 )
-from tenure.store.operating import DEFAULT_WINDOW
+from tenure.http.surface import OPERATIONS, Operation, Param
 from tenure.store.types import EVENT_KINDS, Event, Page, QueueStats, WorkerInfo
 from tenure.store.validate import MAX_DESCRIPTION_LENGTH
 from tenure.task import Status, Task
@@ -179,159 +182,50 @@ def _responses(success: dict[str, Any], *codes: str) -> dict[str, Any]:
     return {**success, **{code: {"$ref": f"#/components/responses/E{code}"} for code in chosen}}
 
 
-def _ok(schema: str, description: str) -> dict[str, Any]:
-    return {"200": {"description": description, "content": _json(ref(schema))}}
-
-
-def _task_id() -> dict[str, Any]:
+def _parameter(param: Param) -> dict[str, Any]:
+    schema = param.kind.schema
+    if param.default is not None:
+        schema = {**schema, "default": param.default}
     return {
-        "name": "id",
-        "in": "path",
-        "required": True,
-        "description": "a task's id, or (for reads) the start of one that begins no other "
-        "id; an id with a '/' in it cannot be named here",
-        "schema": {"type": "string", "minLength": 1, "maxLength": MAX_NAME_LENGTH},
-    }
-
-
-STORE = ("503",)
-BY_ID = ("404", "409", "503")
-
-
-def _query(name: str, schema: Schema, description: str) -> dict[str, Any]:
-    return {
-        "name": name,
-        "in": "query",
-        "required": False,
+        "name": param.name,
+        "in": param.where,
+        "required": param.where == "path",
+        "description": param.description,
         "schema": schema,
-        "description": description,
     }
 
 
-def _list_parameters() -> list[dict[str, Any]]:
-    return [
-        _query("status", ref("Status"), "only tasks in this status"),
-        _query("topic", text(), "only tasks of this topic"),
-        _query("sub_topic", text(), "only tasks of this sub-topic"),
-        _query("name", text(), "only tasks of this registered name"),
-        _query("group", text(), "only tasks of this group id"),
-        _query("created_from", TIME, "only tasks created at or after this time"),
-        _query("created_to", TIME, "only tasks created before this time"),
-        _query("cursor", text(), "the page after the one that answered this cursor"),
-        _query(
-            "limit",
-            {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
-            "most tasks on the page",
-        ),
-        _query(
-            "order",
-            {"type": "string", "enum": ["newest", "oldest"], "default": "newest"},
-            "newest or oldest first (a cursor keeps the order it was made with)",
-        ),
-    ]
+def _operation(operation: Operation) -> dict[str, Any]:
+    success = {"description": operation.answer, "content": _json(operation.returns)}
+    described: dict[str, Any] = {"operationId": operation.id, "summary": operation.summary}
+    if operation.body is not None:
+        described["requestBody"] = {"required": True, "content": _json(operation.body)}
+    query = [_parameter(param) for param in operation.parameters if param.where == "query"]
+    if query:
+        described["parameters"] = query
+    success = {**success, **operation.extra}
+    described["responses"] = _responses({str(operation.status): success}, *operation.refusals)
+    return described
 
 
-def _tasks_path() -> dict[str, Any]:
-    """``/api/tasks``: enqueue (POST) and list (GET)."""
-    created = {
-        "description": "The task, stored",
-        "content": _json(ref("Task")),
-        "headers": {"Location": {"schema": {"type": "string"}, "required": True}},
-        "links": {
-            name: {"operationId": operation, "parameters": {"id": "$response.body#/id"}}
-            for name, operation in (("GetTask", "getTask"), ("CancelTask", "cancelTask"))
-        },
-    }
-    return {
-        "post": {
-            "operationId": "enqueueTask",
-            "summary": "Enqueue a registered task by name (its declaration sets the rest)",
-            "requestBody": {"required": True, "content": _json(ref("EnqueueRequest"))},
-            "responses": _responses({"201": created}, "400", "404", "409", "413", "415", *STORE),
-        },
-        "get": {
-            "operationId": "listTasks",
-            "summary": "One page of matching tasks, newest first",
-            "parameters": _list_parameters(),
-            "responses": _responses(_ok("TaskPage", "A page of tasks"), *STORE),
-        },
-    }
+def paths(operations: tuple[Operation, ...]) -> dict[str, Any]:
+    """The document's paths: each operation under its path, the parameters of
+    the path (which every operation on it must declare alike) once, beside them."""
+    described: dict[str, dict[str, Any]] = {}
+    for operation in operations:
+        item = described.setdefault(operation.path, {})
+        in_path = [_parameter(param) for param in operation.parameters if param.where == "path"]
+        if in_path and item.setdefault("parameters", in_path) != in_path:
+            raise ValueError(f"{operation.path}: its operations declare its parameters unlike")
+        item[operation.method.lower()] = _operation(operation)
+    return described
 
 
-def _task_paths() -> dict[str, Any]:
-    """The paths of one task: itself, its events, retry and cancel."""
-    one = _responses(_ok("Task", "The task"), *BY_ID)
-    return {
-        "/api/tasks/{id}": {
-            "parameters": [_task_id()],
-            "get": {"operationId": "getTask", "summary": "One task", "responses": one},
-        },
-        "/api/tasks/{id}/events": {
-            "parameters": [_task_id()],
-            "get": {
-                "operationId": "listTaskEvents",
-                "summary": "A task's events still in the log, oldest first",
-                "responses": _responses(_ok("TaskEvents", "The task's events"), *BY_ID),
-            },
-        },
-        "/api/tasks/{id}/retry": {
-            "parameters": [_task_id()],
-            "post": {
-                "operationId": "retryTask",
-                "summary": "Send a failed or cancelled task back to pending (a whole id)",
-                "responses": one,
-            },
-        },
-        "/api/tasks/{id}/cancel": {
-            "parameters": [_task_id()],
-            "post": {
-                "operationId": "cancelTask",
-                "summary": "Cancel a pending, running or snoozed task (a whole id)",
-                "responses": one,
-            },
-        },
-    }
-
-
-def _other_paths() -> dict[str, Any]:
-    window = {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_SECONDS}
-    return {
-        "/api/stats": {
-            "get": {
-                "operationId": "getStats",
-                "summary": "The queue at a glance",
-                "parameters": [
-                    _query(
-                        "window",
-                        {**window, "default": DEFAULT_WINDOW},
-                        "seconds of endings counted",
-                    )
-                ],
-                "responses": _responses(_ok("Stats", "Counts, waits and endings"), *STORE),
-            }
-        },
-        "/api/workers": {
-            "get": {
-                "operationId": "listWorkers",
-                "summary": "The live workers",
-                "responses": _responses(_ok("Workers", "The live workers"), *STORE),
-            }
-        },
-        "/api/openapi.json": {
-            "get": {
-                "operationId": "getOpenApi",
-                "summary": "This document",
-                "responses": _responses(
-                    {"200": {"description": "OpenAPI 3.1", "content": _json({"type": "object"})}}
-                ),
-            }
-        },
-    }
-
-
-def document(*, secured: bool = True) -> dict[str, Any]:
-    """The document, built anew (callers may change their copy); without the
-    bearer requirement when the API is served without a token."""
+def document(
+    *, secured: bool = True, operations: tuple[Operation, ...] = OPERATIONS
+) -> dict[str, Any]:
+    """The document of ``operations``, built anew (callers may change their
+    copy); without the bearer requirement when the API is served without a token."""
     spec: dict[str, Any] = {
         "openapi": "3.1.0",
         "info": {
@@ -339,7 +233,7 @@ def document(*, secured: bool = True) -> dict[str, Any]:
             "version": __version__,
             "description": "A durable task queue: enqueue registered tasks, follow and steer them.",
         },
-        "paths": {"/api/tasks": _tasks_path(), **_task_paths(), **_other_paths()},
+        "paths": paths(operations),
         "components": {
             "schemas": _schemas(),
             "responses": {f"E{code}": response for code, response in _errors().items()},
@@ -348,4 +242,4 @@ def document(*, secured: bool = True) -> dict[str, Any]:
     }
     if secured:
         spec["security"] = [{"bearer": []}]
-    return spec
+    return copy.deepcopy(spec)  # nothing in it shared with the table
