@@ -7,30 +7,64 @@ the answer is not a 422 (a body that is not JSON, too large, or of another media
 type). The checks are tenure's own (:mod:`tenure.checks`), so the API refuses
 exactly what ``enqueue`` and the store would, only sooner and in the request's
 words. Unknown fields and query parameters are refused, not ignored: a typo in
-a filter must not silently widen a listing to every task.
+a filter must not silently widen a listing to every task. Which parameters a
+route takes is declared in :mod:`tenure.http.surface`, each a :class:`Param`
+whose :class:`Kind` pairs a reader of this module with its schema.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from starlette.datastructures import QueryParams
 from starlette.requests import Request
 
 from tenure import serializer
-from tenure.checks import INT32, integer, optional_text, seconds, text
+from tenure.checks import INT32, integer, seconds, text
 from tenure.errors import InvalidInput
+from tenure.http.schemas import Schema
 from tenure.store.types import TaskFilter
 from tenure.store.validate import MAX_DESCRIPTION_LENGTH
 
-Reader = Callable[[str, str], Any]
-"""How a parameter is read: its value as sent and its name, to the value the
-route works with; ``InvalidInput`` naming the parameter if it is not one."""
+Reader = Callable[[Any, str], Any]
+"""How a parameter is read: its value as sent (a string from a query string or
+a path, any JSON value from a body) and its name, to the value the route works
+with; ``InvalidInput`` naming the parameter if it is not one."""
+
+
+@dataclass(frozen=True, slots=True)
+class Kind:
+    """What a parameter's value is: its schema in the document, and how the
+    server reads it (the same limits, said twice in one place)."""
+
+    schema: Schema
+    read: Reader
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """One parameter of a route, in its query string, its path or its body, as
+    :mod:`tenure.http.surface` declares it. One not in the path is optional:
+    ``default`` is its value when not given (and the document's default,
+    unless ``None``). The route reads the value under ``keyword``, its own
+    name unless told otherwise."""
+
+    name: str
+    kind: Kind
+    description: str = ""
+    default: Any = None
+    keyword: str = ""
+    where: Literal["query", "path", "body"] = "query"
+
+    @property
+    def key(self) -> str:
+        return self.keyword or self.name
+
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 1000
@@ -44,15 +78,6 @@ a client may escape every character (``\\u00e9``: six bytes for two). The
 payload's own limit is the store's, applied once it is decoded."""
 
 ENQUEUE_FIELDS = ("name", "args", "kwargs", "options")
-OPTION_NAMES = {
-    # the API's name: the keyword of TaskFunction.options
-    "delay": "delay",
-    "priority": "priority",
-    "group": "group_id",
-    "sub_topic": "sub_topic",
-    "description": "description",
-    "id": "id",
-}
 
 _DIGITS = re.compile(r"[0-9]{1,9}")
 _NUMBER = re.compile(r"[0-9]{1,12}(\.[0-9]{1,12})?([eE][-+]?[0-9]{1,3})?")
@@ -127,8 +152,9 @@ class Enqueue:
     options: dict[str, Any]
 
 
-def enqueue_request(body: object) -> Enqueue:
-    """The enqueue a body asks for; ``InvalidInput`` naming the first wrong field."""
+def enqueue_request(body: object, options: Sequence[Param]) -> Enqueue:
+    """The enqueue a body asks for, its ``options`` as declared;
+    ``InvalidInput`` naming the first wrong field."""
     fields = _object(body, "body", ENQUEUE_FIELDS)
     if "name" not in fields:
         raise InvalidInput("name", "is required: the task's registered name")
@@ -142,31 +168,42 @@ def enqueue_request(body: object) -> Enqueue:
     # What the store would refuse to keep (a NUL, a lone surrogate), named here.
     serializer.dumps(args, "args")
     serializer.dumps(kwargs, "kwargs")
-    return Enqueue(name, args, kwargs, enqueue_options(fields))
+    return Enqueue(name, args, kwargs, enqueue_options(fields, options))
 
 
-def enqueue_options(fields: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``options`` object as ``TaskFunction.options`` keywords; ``null`` is
-    the same as leaving an option out."""
-    given = _object(fields.get("options", {}), "options", tuple(OPTION_NAMES))
-    options = {OPTION_NAMES[name]: value for name, value in given.items() if value is not None}
-    if "delay" in options:
-        options["delay"] = seconds(options["delay"], "options.delay", allow_zero=True)
-    if "priority" in options:
-        options["priority"] = integer(_whole(options["priority"]), "options.priority", bounds=INT32)
-    for name in ("group_id", "sub_topic", "id"):
-        field = "options." + ("group" if name == "group_id" else name)
-        optional_text(options.get(name), field)
-    description = options.get("description")
-    optional_text(description, "options.description", max_length=MAX_DESCRIPTION_LENGTH)
-    if "/" in options.get("id", ""):
-        raise InvalidInput("options.id", "must not contain '/': the id is part of the task's URL")
-    return options
+def enqueue_options(fields: Mapping[str, Any], declared: Sequence[Param]) -> dict[str, Any]:
+    """The ``options`` object as ``TaskFunction.options`` keywords, each read as
+    declared, in declaration order; ``null`` is the same as leaving one out."""
+    given = _object(fields.get("options", {}), "options", tuple(p.name for p in declared))
+    return {
+        option.key: option.kind.read(given[option.name], f"options.{option.name}")
+        for option in declared
+        if given.get(option.name) is not None
+    }
 
 
-def _whole(value: object) -> object:
-    """``3.0`` as ``3``: JSON has one number type, and JSON Schema calls 3.0 an integer."""
-    return int(value) if isinstance(value, float) and value.is_integer() else value
+def delay(value: object, field: str) -> float:
+    """Seconds from now, zero included."""
+    return seconds(value, field, allow_zero=True)
+
+
+def priority(value: object, field: str) -> int:
+    """A 32-bit integer, ``3.0`` read as ``3``: JSON has one number type, and
+    JSON Schema calls 3.0 an integer."""
+    whole = int(value) if isinstance(value, float) and value.is_integer() else value
+    return integer(whole, field, bounds=INT32)
+
+
+def description(value: object, field: str) -> str:
+    return text(value, field, max_length=MAX_DESCRIPTION_LENGTH)
+
+
+def new_id(value: object, field: str) -> str:
+    """The id a client chooses for a task: a name, without ``/``."""
+    chosen = text(value, field)
+    if "/" in chosen:
+        raise InvalidInput(field, "must not contain '/': the id is part of the task's URL")
+    return chosen
 
 
 def _object(value: object, field: str, known: tuple[str, ...]) -> dict[str, Any]:
@@ -193,6 +230,21 @@ def query(params: QueryParams, known: tuple[str, ...] = ()) -> dict[str, str]:
         if len(params.getlist(key)) > 1:
             raise InvalidInput(key, "is given more than once")
     return dict(params)
+
+
+def read_parameters(
+    declared: Sequence[Param], query_params: QueryParams, path: Mapping[str, str]
+) -> dict[str, Any]:
+    """The values of the ``declared`` parameters by keyword, each read and
+    checked (the query's first, in declaration order); an unknown query
+    parameter, or one given twice, is refused before any is read."""
+    in_query = [param for param in declared if param.where == "query"]
+    given = query(query_params, tuple(param.name for param in in_query))
+    values: dict[str, Any] = {}
+    for param in [*in_query, *(param for param in declared if param.where == "path")]:
+        raw = (given if param.where == "query" else path).get(param.name)
+        values[param.key] = param.default if raw is None else param.kind.read(raw, param.name)
+    return values
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ import copy
 from typing import Any
 
 from tenure import __version__
-from tenure.checks import INT32, MAX_SECONDS
+from tenure.http.inputs import Param
 from tenure.http.schemas import (
     COUNT,
     Schema,
@@ -32,9 +32,8 @@ from tenure.http.schemas import (
     schema_of,
     text,
 )
-from tenure.http.surface import OPERATIONS, Operation, Param
+from tenure.http.surface import OPERATIONS, OPTIONS, Operation
 from tenure.store.types import EVENT_KINDS, Event, Page, QueueStats, WorkerInfo
-from tenure.store.validate import MAX_DESCRIPTION_LENGTH
 from tenure.task import Status, Task
 
 NAMED: dict[type, str] = {
@@ -94,17 +93,7 @@ def _answers() -> dict[str, Schema]:
 
 
 def _enqueue_request() -> Schema:
-    options = obj(
-        {
-            "delay": nullable({"type": "number", "minimum": 0, "maximum": MAX_SECONDS}),
-            "priority": nullable({"type": "integer", "minimum": INT32[0], "maximum": INT32[1]}),
-            "group": nullable(text()),
-            "sub_topic": nullable(text()),
-            "description": nullable(text(MAX_DESCRIPTION_LENGTH)),
-            "id": nullable(text(pattern="^[^/\\u0000]*$")),
-        },
-        required=(),
-    )
+    options = obj({option.name: nullable(option.kind.schema) for option in OPTIONS}, required=())
     options["description"] = "per-enqueue choices; null is the same as leaving one out"
     request = obj(
         {

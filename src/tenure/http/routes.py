@@ -26,7 +26,7 @@ from tenure.errors import InvalidInput
 from tenure.function import TaskFunction
 from tenure.http import inputs
 from tenure.http.inputs import ApiError
-from tenure.http.surface import OPERATIONS, Operation, read
+from tenure.http.surface import OPERATIONS, OPTIONS, Operation, read
 from tenure.shapes import event_json, stats_json, task_json, worker_json
 from tenure.task import Task
 
@@ -109,7 +109,7 @@ class Api:
 
     async def enqueue_task(self, request: Request, values: Values) -> Response:
         limit = inputs.ESCAPES * self.app.max_payload_bytes + inputs.ENVELOPE_BYTES
-        wanted = inputs.enqueue_request(await inputs.json_body(request, limit))
+        wanted = inputs.enqueue_request(await inputs.json_body(request, limit), OPTIONS)
         try:
             function = self.app.lookup(wanted.name)
         except InvalidInput as unknown:

@@ -1,44 +1,42 @@
 """The HTTP API's routes, declared once: for each, its method and path, the
 parameters it takes (each with how the server reads it and its schema), its
-body, its answer and its refusals. :mod:`tenure.http.routes` serves this table
-and :mod:`tenure.http.openapi` describes it, so what the server accepts and
-what the document promises cannot drift apart: a filter added to the listing
-is one :class:`Param` more in :data:`LIST_TASKS`, read by the server, passed
-to :class:`~tenure.store.types.TaskFilter` under its keyword, and in the
-document with its schema.
+body, its answer and its refusals; and the options an enqueue's body may give.
+:mod:`tenure.http.routes` serves this table and :mod:`tenure.http.openapi`
+describes it, so what the server accepts and what the document promises cannot
+drift apart: a filter added to the listing is one
+:class:`~tenure.http.inputs.Param` more in :data:`LIST_TASKS`, read and checked
+by the server, passed to :class:`~tenure.store.types.TaskFilter` under its
+keyword, and in the document with its schema; an option added to
+:data:`OPTIONS` is read, passed to
+:meth:`~tenure.function.TaskFunction.options` and documented alike.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from starlette.datastructures import QueryParams
 
 from tenure import checks
-from tenure.checks import MAX_NAME_LENGTH, MAX_SECONDS
+from tenure.checks import INT32, MAX_NAME_LENGTH, MAX_SECONDS
 from tenure.http import inputs
-from tenure.http.inputs import DEFAULT_LIMIT, MAX_LIMIT, Reader
+from tenure.http.inputs import DEFAULT_LIMIT, MAX_LIMIT, Kind, Param
 from tenure.http.schemas import TIME, Schema, ref, text
 from tenure.store import validate
 from tenure.store.operating import DEFAULT_WINDOW
-
-
-@dataclass(frozen=True, slots=True)
-class Kind:
-    """What a parameter's value is: its schema in the document, and how the
-    server reads it (the same limits, said twice in one place)."""
-
-    schema: Schema
-    read: Reader
-
+from tenure.store.validate import MAX_DESCRIPTION_LENGTH
 
 STATUS = Kind(ref("Status"), validate.status)
 TEXT = Kind(text(), checks.text)
 MOMENT = Kind(TIME, inputs.moment)
 SECONDS = Kind({"type": "number", "exclusiveMinimum": 0, "maximum": MAX_SECONDS}, inputs.span)
 TASK_ID = Kind({"type": "string", "minLength": 1, "maxLength": MAX_NAME_LENGTH}, checks.text)
+DELAY = Kind({"type": "number", "minimum": 0, "maximum": MAX_SECONDS}, inputs.delay)
+PRIORITY = Kind({"type": "integer", "minimum": INT32[0], "maximum": INT32[1]}, inputs.priority)
+DESCRIPTION = Kind(text(MAX_DESCRIPTION_LENGTH), inputs.description)
+NEW_ID = Kind(text(pattern="^[^/\\u0000]*$"), inputs.new_id)
 
 
 def count(most: int) -> Kind:
@@ -49,25 +47,6 @@ def count(most: int) -> Kind:
 def choice(*choices: str) -> Kind:
     """One of ``choices``."""
     return Kind({"type": "string", "enum": list(choices)}, inputs.choice(*choices))
-
-
-@dataclass(frozen=True, slots=True)
-class Param:
-    """One parameter of a route, in its query string or its path. A query
-    parameter is optional: ``default`` is its value when not given (and the
-    document's default, unless ``None``). The route reads the value under
-    ``keyword``, its own name unless told otherwise."""
-
-    name: str
-    kind: Kind
-    description: str
-    default: Any = None
-    keyword: str = ""
-    where: Literal["query", "path"] = "query"
-
-    @property
-    def key(self) -> str:
-        return self.keyword or self.name
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,16 +73,20 @@ class Operation:
 
 
 def read(operation: Operation, query: QueryParams, path: Mapping[str, str]) -> dict[str, Any]:
-    """The values of ``operation``'s parameters by keyword, each read and
-    checked (the query's first, in declaration order); an unknown query
-    parameter, or one given twice, is refused before any is read."""
-    in_query = [param for param in operation.parameters if param.where == "query"]
-    given = inputs.query(query, tuple(param.name for param in in_query))
-    values: dict[str, Any] = {}
-    for param in [*in_query, *(param for param in operation.parameters if param.where == "path")]:
-        raw = (given if param.where == "query" else path).get(param.name)
-        values[param.key] = param.default if raw is None else param.kind.read(raw, param.name)
-    return values
+    """The values of ``operation``'s parameters by keyword, read and checked."""
+    return inputs.read_parameters(operation.parameters, query, path)
+
+
+OPTIONS = (
+    Param("delay", DELAY, where="body"),
+    Param("priority", PRIORITY, where="body"),
+    Param("group", TEXT, keyword="group_id", where="body"),
+    Param("sub_topic", TEXT, where="body"),
+    Param("description", DESCRIPTION, where="body"),
+    Param("id", NEW_ID, where="body"),
+)
+"""The ``options`` of an enqueue's body, each named as the API names it and
+read under its keyword of :meth:`~tenure.function.TaskFunction.options`."""
 
 
 STORE = ("503",)
