@@ -111,17 +111,12 @@ def _enqueue_request() -> Schema:
 def _schemas() -> dict[str, Schema]:
     message = {"type": "string"}
     field = nullable({"type": "string", "description": "what was wrong; null: nothing sent"})
-    answers = _answers()
     return {
         "Error": obj({"error": obj({"field": field, "message": message})}),
-        "Status": answers.pop("Status"),
-        "Task": answers.pop("Task"),
-        "TaskPage": answers.pop("TaskPage"),
-        "Event": answers.pop("Event"),
+        **_answers(),
         "TaskEvents": obj(
             {"task_id": {"type": "string"}, "events": {"type": "array", "items": ref("Event")}}
         ),
-        **answers,
         "Workers": obj({"workers": {"type": "array", "items": ref("Worker")}}),
         "EnqueueRequest": _enqueue_request(),
     }
@@ -185,14 +180,17 @@ def _parameter(param: Param) -> dict[str, Any]:
 
 
 def _operation(operation: Operation) -> dict[str, Any]:
-    success = {"description": operation.answer, "content": _json(operation.returns)}
     described: dict[str, Any] = {"operationId": operation.id, "summary": operation.summary}
     if operation.body is not None:
         described["requestBody"] = {"required": True, "content": _json(operation.body)}
     query = [_parameter(param) for param in operation.parameters if param.where == "query"]
     if query:
         described["parameters"] = query
-    success = {**success, **operation.extra}
+    success = {
+        "description": operation.answer,
+        "content": _json(operation.returns),
+        **operation.extra,
+    }
     described["responses"] = _responses({str(operation.status): success}, *operation.refusals)
     return described
 
