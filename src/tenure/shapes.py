@@ -1,8 +1,9 @@
 """Tasks, events, reports, workers and the queue's figures as plain JSON values:
 the one home of the shapes that ``tenure … --json`` prints and the HTTP API
 answers with, so a script can move from one to the other.
-:mod:`tenure.http.openapi` describes each of them, and the test suite checks
-every API response against that description.
+:mod:`tenure.http.openapi` derives each one's schema from the dataclass it is
+written from, and the test suite checks every API response against it: a key
+written here that the dataclass does not have fails those tests.
 """
 
 from __future__ import annotations

@@ -8,8 +8,11 @@ request checks and the OpenAPI document from type hints. Here both already
 exist and must stay one: tenure validates every input at its own boundary
 (:class:`~tenure.errors.InvalidInput`, naming the field), and a second layer of
 models would disagree with it about limits and messages; and the document is a
-contract, written by hand (:mod:`tenure.http.openapi`) and checked against the
-live responses by schemathesis in the test suite, instead of whatever the
+contract, rendered (:mod:`tenure.http.openapi`) from tenure's own declarations
+(one table of routes whose parameters each carry their schema beside the
+reader that checks them, :mod:`tenure.http.surface`; the answers' schemas
+derived from the dataclasses tenure serialises) and checked against the live
+responses by schemathesis in the test suite, instead of whatever the
 decorators happen to produce. What remains is routing, requests, responses and
 middleware, which is Starlette (FastAPI's own foundation) with one dependency
 of its own, anyio.

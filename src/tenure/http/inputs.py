@@ -7,27 +7,64 @@ the answer is not a 422 (a body that is not JSON, too large, or of another media
 type). The checks are tenure's own (:mod:`tenure.checks`), so the API refuses
 exactly what ``enqueue`` and the store would, only sooner and in the request's
 words. Unknown fields and query parameters are refused, not ignored: a typo in
-a filter must not silently widen a listing to every task.
+a filter must not silently widen a listing to every task. Which parameters a
+route takes is declared in :mod:`tenure.http.surface`, each a :class:`Param`
+whose :class:`Kind` pairs a reader of this module with its schema.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from starlette.datastructures import QueryParams
 from starlette.requests import Request
 
 from tenure import serializer
-from tenure.checks import INT32, integer, optional_text, seconds, text
+from tenure.checks import INT32, integer, seconds, text
 from tenure.errors import InvalidInput
+from tenure.http.schemas import Schema
 from tenure.store.types import TaskFilter
 from tenure.store.validate import MAX_DESCRIPTION_LENGTH
-from tenure.store.validate import status as parse_status
+
+Reader = Callable[[Any, str], Any]
+"""How a parameter is read: its value as sent (a string from a query string or
+a path, any JSON value from a body) and its name, to the value the route works
+with; ``InvalidInput`` naming the parameter if it is not one."""
+
+
+@dataclass(frozen=True, slots=True)
+class Kind:
+    """What a parameter's value is: its schema in the document, and how the
+    server reads it (the same limits, said twice in one place)."""
+
+    schema: Schema
+    read: Reader
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """One parameter of a route, in its query string, its path or its body, as
+    :mod:`tenure.http.surface` declares it. One not in the path is optional:
+    ``default`` is its value when not given (and the document's default,
+    unless ``None``). The route reads the value under ``keyword``, its own
+    name unless told otherwise."""
+
+    name: str
+    kind: Kind
+    description: str = ""
+    default: Any = None
+    keyword: str = ""
+    where: Literal["query", "path", "body"] = "query"
+
+    @property
+    def key(self) -> str:
+        return self.keyword or self.name
+
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 1000
@@ -40,28 +77,7 @@ ESCAPES = 4
 a client may escape every character (``\\u00e9``: six bytes for two). The
 payload's own limit is the store's, applied once it is decoded."""
 
-LIST_PARAMETERS = (
-    "status",
-    "topic",
-    "sub_topic",
-    "name",
-    "group",
-    "created_from",
-    "created_to",
-    "cursor",
-    "limit",
-    "order",
-)
 ENQUEUE_FIELDS = ("name", "args", "kwargs", "options")
-OPTION_NAMES = {
-    # the API's name: the keyword of TaskFunction.options
-    "delay": "delay",
-    "priority": "priority",
-    "group": "group_id",
-    "sub_topic": "sub_topic",
-    "description": "description",
-    "id": "id",
-}
 
 _DIGITS = re.compile(r"[0-9]{1,9}")
 _NUMBER = re.compile(r"[0-9]{1,12}(\.[0-9]{1,12})?([eE][-+]?[0-9]{1,3})?")
@@ -136,8 +152,9 @@ class Enqueue:
     options: dict[str, Any]
 
 
-def enqueue_request(body: object) -> Enqueue:
-    """The enqueue a body asks for; ``InvalidInput`` naming the first wrong field."""
+def enqueue_request(body: object, options: Sequence[Param]) -> Enqueue:
+    """The enqueue a body asks for, its ``options`` as declared;
+    ``InvalidInput`` naming the first wrong field."""
     fields = _object(body, "body", ENQUEUE_FIELDS)
     if "name" not in fields:
         raise InvalidInput("name", "is required: the task's registered name")
@@ -151,31 +168,42 @@ def enqueue_request(body: object) -> Enqueue:
     # What the store would refuse to keep (a NUL, a lone surrogate), named here.
     serializer.dumps(args, "args")
     serializer.dumps(kwargs, "kwargs")
-    return Enqueue(name, args, kwargs, enqueue_options(fields))
+    return Enqueue(name, args, kwargs, enqueue_options(fields, options))
 
 
-def enqueue_options(fields: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``options`` object as ``TaskFunction.options`` keywords; ``null`` is
-    the same as leaving an option out."""
-    given = _object(fields.get("options", {}), "options", tuple(OPTION_NAMES))
-    options = {OPTION_NAMES[name]: value for name, value in given.items() if value is not None}
-    if "delay" in options:
-        options["delay"] = seconds(options["delay"], "options.delay", allow_zero=True)
-    if "priority" in options:
-        options["priority"] = integer(_whole(options["priority"]), "options.priority", bounds=INT32)
-    for name in ("group_id", "sub_topic", "id"):
-        field = "options." + ("group" if name == "group_id" else name)
-        optional_text(options.get(name), field)
-    description = options.get("description")
-    optional_text(description, "options.description", max_length=MAX_DESCRIPTION_LENGTH)
-    if "/" in options.get("id", ""):
-        raise InvalidInput("options.id", "must not contain '/': the id is part of the task's URL")
-    return options
+def enqueue_options(fields: Mapping[str, Any], declared: Sequence[Param]) -> dict[str, Any]:
+    """The ``options`` object as ``TaskFunction.options`` keywords, each read as
+    declared, in declaration order; ``null`` is the same as leaving one out."""
+    given = _object(fields.get("options", {}), "options", tuple(p.name for p in declared))
+    return {
+        option.key: option.kind.read(given[option.name], f"options.{option.name}")
+        for option in declared
+        if given.get(option.name) is not None
+    }
 
 
-def _whole(value: object) -> object:
-    """``3.0`` as ``3``: JSON has one number type, and JSON Schema calls 3.0 an integer."""
-    return int(value) if isinstance(value, float) and value.is_integer() else value
+def delay(value: object, field: str) -> float:
+    """Seconds from now, zero included."""
+    return seconds(value, field, allow_zero=True)
+
+
+def priority(value: object, field: str) -> int:
+    """A 32-bit integer, ``3.0`` read as ``3``: JSON has one number type, and
+    JSON Schema calls 3.0 an integer."""
+    whole = int(value) if isinstance(value, float) and value.is_integer() else value
+    return integer(whole, field, bounds=INT32)
+
+
+def description(value: object, field: str) -> str:
+    return text(value, field, max_length=MAX_DESCRIPTION_LENGTH)
+
+
+def new_id(value: object, field: str) -> str:
+    """The id a client chooses for a task: a name, without ``/``."""
+    chosen = text(value, field)
+    if "/" in chosen:
+        raise InvalidInput(field, "must not contain '/': the id is part of the task's URL")
+    return chosen
 
 
 def _object(value: object, field: str, known: tuple[str, ...]) -> dict[str, Any]:
@@ -189,6 +217,8 @@ def _object(value: object, field: str, known: tuple[str, ...]) -> dict[str, Any]
 
 
 # -- query strings and paths -------------------------------------------------------------
+# Each reader takes a value as the query string or the path gave it and the
+# parameter's name; :mod:`tenure.http.surface` pairs each with its schema.
 
 
 def query(params: QueryParams, known: tuple[str, ...] = ()) -> dict[str, str]:
@@ -202,6 +232,21 @@ def query(params: QueryParams, known: tuple[str, ...] = ()) -> dict[str, str]:
     return dict(params)
 
 
+def read_parameters(
+    declared: Sequence[Param], query_params: QueryParams, path: Mapping[str, str]
+) -> dict[str, Any]:
+    """The values of the ``declared`` parameters by keyword, each read and
+    checked (the query's first, in declaration order); an unknown query
+    parameter, or one given twice, is refused before any is read."""
+    in_query = [param for param in declared if param.where == "query"]
+    given = query(query_params, tuple(param.name for param in in_query))
+    values: dict[str, Any] = {}
+    for param in [*in_query, *(param for param in declared if param.where == "path")]:
+        raw = (given if param.where == "query" else path).get(param.name)
+        values[param.key] = param.default if raw is None else param.kind.read(raw, param.name)
+    return values
+
+
 @dataclass(frozen=True, slots=True)
 class Listing:
     """A checked ``GET /api/tasks``: which tasks, from where, how many, which way."""
@@ -212,39 +257,45 @@ class Listing:
     newest_first: bool
 
 
-def listing(params: Mapping[str, str]) -> Listing:
-    """The listing a query asks for (newest first, 50 tasks, unless it says otherwise)."""
-    status = params.get("status")
-    filters = TaskFilter(
-        status=None if status is None else parse_status(status),
-        topic=optional_text(params.get("topic"), "topic"),
-        sub_topic=optional_text(params.get("sub_topic"), "sub_topic"),
-        name=optional_text(params.get("name"), "name"),
-        group_id=optional_text(params.get("group"), "group"),
-        created_from=_moment(params.get("created_from"), "created_from"),
-        created_to=_moment(params.get("created_to"), "created_to"),
-    )
-    order = params.get("order", "newest")
-    if order not in ("newest", "oldest"):
-        raise InvalidInput("order", f"must be newest or oldest, not {order!r}")
-    limit = _count(params.get("limit", str(DEFAULT_LIMIT)), "limit", MAX_LIMIT)
-    cursor = params.get("cursor")
-    return Listing(filters, optional_text(cursor, "cursor"), limit, order == "newest")
+PAGING = ("cursor", "limit", "order")
+"""The listing's parameters that are not filters: every other one is a keyword
+of :class:`~tenure.store.types.TaskFilter`."""
 
 
-def _count(value: str, field: str, most: int) -> int:
-    if not _DIGITS.fullmatch(value):
-        raise InvalidInput(field, f"must be a whole number from 1 to {most}, not {value!r}")
-    number = int(value)
-    if not 1 <= number <= most:
-        raise InvalidInput(field, f"must be from 1 to {most}, not {number}")
-    return number
+def listing(values: Mapping[str, Any]) -> Listing:
+    """The listing its parameters' values ask for."""
+    filters = TaskFilter(**{name: value for name, value in values.items() if name not in PAGING})
+    return Listing(filters, values["cursor"], values["limit"], values["order"] == "newest")
 
 
-def _moment(value: str | None, field: str) -> datetime | None:
+def count(most: int) -> Reader:
+    """A reader of a whole number from 1 to ``most``."""
+
+    def read(value: str, field: str) -> int:
+        if not _DIGITS.fullmatch(value):
+            raise InvalidInput(field, f"must be a whole number from 1 to {most}, not {value!r}")
+        number = int(value)
+        if not 1 <= number <= most:
+            raise InvalidInput(field, f"must be from 1 to {most}, not {number}")
+        return number
+
+    return read
+
+
+def choice(*choices: str) -> Reader:
+    """A reader of one of ``choices``."""
+
+    def read(value: str, field: str) -> str:
+        if value not in choices:
+            listed = " or ".join(filter(None, (", ".join(choices[:-1]), choices[-1])))
+            raise InvalidInput(field, f"must be {listed}, not {value!r}")
+        return value
+
+    return read
+
+
+def moment(value: str, field: str) -> datetime:
     """An RFC 3339 time with its offset (``2026-11-23T08:00:00Z``), in UTC."""
-    if value is None:
-        return None
     example = "e.g. 2026-11-23T08:00:00Z"
     if not _RFC3339.fullmatch(value):
         raise InvalidInput(field, f"must be an RFC 3339 time with an offset ({example})")
@@ -254,16 +305,8 @@ def _moment(value: str | None, field: str) -> datetime | None:
         raise InvalidInput(field, f"not a valid time: {exc} ({example})") from None
 
 
-def window(params: Mapping[str, str], default: float) -> float:
-    """``GET /api/stats?window=``: seconds of endings to count."""
-    value = params.get("window")
-    if value is None:
-        return default
+def span(value: str, field: str) -> float:
+    """A positive number of seconds (``GET /api/stats?window=``)."""
     if not _NUMBER.fullmatch(value):
-        raise InvalidInput("window", f"must be a number of seconds, not {value!r}")
-    return seconds(float(value), "window")
-
-
-def task_id(value: str) -> str:
-    """A task id (or the start of one) from the path."""
-    return text(value, "id")
+        raise InvalidInput(field, f"must be a number of seconds, not {value!r}")
+    return seconds(float(value), field)

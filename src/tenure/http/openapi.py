@@ -1,163 +1,99 @@
-"""The OpenAPI 3.1 document of the HTTP API, written by hand as data.
+"""The OpenAPI 3.1 document of the HTTP API, rendered from what the server
+itself runs on.
 
-It is the API's contract, so it is written as one, not derived from the code it
-describes: every route, parameter, body and response shape, with the limits the
-API enforces (lengths, ranges, formats) so that a client generated from it
-refuses what the server would. The test suite runs schemathesis against it: each
-response is checked against the schema of its status, and generated bad input
-must be refused with a 4xx.
+The document is the API's contract: every route, parameter, body and response
+shape, with the limits the API enforces (lengths, ranges, formats) so that a
+client generated from it refuses what the server would. So it is not written
+beside the code it describes, where the two drift apart unseen until
+schemathesis runs: the routes and their parameters are the table the server
+serves (:mod:`tenure.http.surface`), each parameter's schema declared with the
+reader that checks it, and the answers' schemas are derived from the
+dataclasses they are serialised from (:func:`tenure.http.schemas.derive`). What
+is written here is what has no other home: the enqueue body, the error answers,
+the wrappers of lists. The test suite runs schemathesis against the document:
+each response is checked against the schema of its status, and generated bad
+input must be refused with a 4xx.
 """
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from tenure import __version__
-from tenure.checks import INT32, MAX_NAME_LENGTH, MAX_SECONDS
-from tenure.http.inputs import DEFAULT_LIMIT, MAX_LIMIT
-from tenure.store.operating import DEFAULT_WINDOW
-from tenure.store.types import EVENT_KINDS
-from tenure.store.validate import MAX_DESCRIPTION_LENGTH
-from tenure.task import Status
+from tenure.http.inputs import Param
+from tenure.http.schemas import (
+    COUNT,
+    Schema,
+    derive,
+    nullable,
+    obj,
+    ref,
+    schema_of,
+    text,
+)
+from tenure.http.surface import OPERATIONS, OPTIONS, Operation
+from tenure.store.types import EVENT_KINDS, Event, Page, QueueStats, WorkerInfo
+from tenure.task import Status, Task
 
-Schema = dict[str, Any]
-
-NO_NUL = "^[^\\u0000]*$"
-
-
-def ref(name: str) -> Schema:
-    return {"$ref": f"#/components/schemas/{name}"}
-
-
-def nullable(schema: Schema) -> Schema:
-    """``schema`` or ``null``."""
-    if "type" in schema:
-        return {**schema, "type": [schema["type"], "null"]}
-    return {"anyOf": [schema, {"type": "null"}]}
-
-
-def text(max_length: int = MAX_NAME_LENGTH, pattern: str = NO_NUL) -> Schema:
-    """A non-empty string without NUL, as :func:`tenure.checks.text` accepts."""
-    return {"type": "string", "minLength": 1, "maxLength": max_length, "pattern": pattern}
+NAMED: dict[type, str] = {
+    Status: "Status",
+    Task: "Task",
+    Page: "TaskPage",
+    Event: "Event",
+    QueueStats: "Stats",
+    WorkerInfo: "Worker",
+}
+"""The dataclasses (and the enum) that are schemas of their own, by name."""
 
 
-def obj(properties: dict[str, Schema], required: tuple[str, ...] | None = None) -> Schema:
-    """A closed object; every property required unless told otherwise."""
+def _answers() -> dict[str, Schema]:
+    """The answers' schemas, each derived from the dataclass it is serialised
+    from (:mod:`tenure.shapes`), refined where a type hint cannot say enough."""
+    per_topic = {"additionalProperties": {"additionalProperties": {"minimum": 0}}}
     return {
-        "type": "object",
-        "properties": properties,
-        "required": list(properties if required is None else required),
-        "additionalProperties": False,
+        "Status": schema_of(Status, {}),
+        "Task": derive(
+            Task,
+            NAMED,
+            {
+                "data": {"description": "what the task runs with: args, kwargs (and headers)"},
+                "result": {"description": "what the task returned, once done"},
+                "attempts": {"minimum": 0},
+                "max_attempts": {"minimum": 1},
+            },
+        ),
+        "TaskPage": derive(Page, NAMED, {"cursor": {"description": "the next page's cursor"}}),
+        "Event": derive(
+            Event,
+            NAMED,
+            {"cursor": {"description": "resumes a follower after this event"}, "attempt": COUNT},
+            rename={"from_status": "from", "to_status": "to"},
+            omit=("id",),
+            add={"kind": {"enum": sorted(EVENT_KINDS)}},
+        ),
+        "Stats": derive(
+            QueueStats,
+            NAMED,
+            {
+                "since": {"description": "endings are counted from this time"},
+                "counts": {**per_topic, "description": "tasks per topic and status"},
+                "oldest_pending": {
+                    "description": "per topic, since when its oldest runnable task has waited"
+                },
+                "endings": {
+                    **per_topic,
+                    "description": "tasks ended per topic and way since since",
+                },
+            },
+            add={"workers_alive": COUNT},
+        ),
+        "Worker": derive(WorkerInfo, NAMED, {"held": COUNT}),
     }
 
 
-TIME: Schema = {"type": "string", "format": "date-time"}
-INTEGER: Schema = {"type": "integer"}
-COUNT: Schema = {"type": "integer", "minimum": 0}
-STRINGS: Schema = {"type": "array", "items": {"type": "string"}}
-
-
-def _task() -> Schema:
-    error = obj({name: {"type": "string"} for name in ("type", "message", "traceback")})
-    return obj(
-        {
-            "id": {"type": "string"},
-            "topic": {"type": "string"},
-            "name": {"type": "string"},
-            "status": ref("Status"),
-            "data": {"description": "what the task runs with: args, kwargs (and headers)"},
-            "sub_topic": {"type": "string"},
-            "group_id": nullable({"type": "string"}),
-            "description": nullable({"type": "string"}),
-            "result": {"description": "what the task returned, once done"},
-            "error": nullable(error),
-            "priority": INTEGER,
-            "attempts": COUNT,
-            "max_attempts": {"type": "integer", "minimum": 1},
-            "tags": STRINGS,
-            "assignee": nullable({"type": "string"}),
-            "timeout": nullable({"type": "number"}),
-            "run_at": nullable(TIME),
-            "created_at": nullable(TIME),
-            "updated_at": nullable(TIME),
-            "started_at": nullable(TIME),
-            "finished_at": nullable(TIME),
-            "duration": nullable({"type": "number"}),
-            "lease_owner": nullable({"type": "string"}),
-            "lease_expires_at": nullable(TIME),
-            "lease_token": nullable(INTEGER),
-            "lease_seconds": nullable({"type": "number"}),
-            "record_ver": INTEGER,
-            "unique_key": nullable({"type": "string"}),
-        }
-    )
-
-
-def _event() -> Schema:
-    return obj(
-        {
-            "cursor": {"type": "string", "description": "resumes a follower after this event"},
-            "kind": {"enum": sorted(EVENT_KINDS)},
-            "task_id": {"type": "string"},
-            "topic": {"type": "string"},
-            "name": {"type": "string"},
-            "from": nullable(ref("Status")),
-            "to": nullable(ref("Status")),
-            "attempt": COUNT,
-            "owner": nullable({"type": "string"}),
-            "at": TIME,
-        }
-    )
-
-
-def _stats() -> Schema:
-    per_status = {"type": "object", "propertyNames": ref("Status"), "additionalProperties": COUNT}
-    per_topic = {"type": "object", "additionalProperties": per_status}
-    return obj(
-        {
-            "at": TIME,
-            "since": {**TIME, "description": "endings are counted from this time"},
-            "counts": {**per_topic, "description": "tasks per topic and status"},
-            "oldest_pending": {
-                "type": "object",
-                "additionalProperties": TIME,
-                "description": "per topic, since when its oldest runnable task has waited",
-            },
-            "endings": {**per_topic, "description": "tasks ended per topic and way since since"},
-            "workers_alive": COUNT,
-        }
-    )
-
-
-def _worker() -> Schema:
-    return obj(
-        {
-            "id": {"type": "string"},
-            "host": {"type": "string"},
-            "pid": INTEGER,
-            "topics": STRINGS,
-            "tags": STRINGS,
-            "pool": {"type": "string"},
-            "concurrency": INTEGER,
-            "held": COUNT,
-            "started_at": nullable(TIME),
-            "last_seen": nullable(TIME),
-        }
-    )
-
-
 def _enqueue_request() -> Schema:
-    options = obj(
-        {
-            "delay": nullable({"type": "number", "minimum": 0, "maximum": MAX_SECONDS}),
-            "priority": nullable({"type": "integer", "minimum": INT32[0], "maximum": INT32[1]}),
-            "group": nullable(text()),
-            "sub_topic": nullable(text()),
-            "description": nullable(text(MAX_DESCRIPTION_LENGTH)),
-            "id": nullable(text(pattern="^[^/\\u0000]*$")),
-        },
-        required=(),
-    )
+    options = obj({option.name: nullable(option.kind.schema) for option in OPTIONS}, required=())
     options["description"] = "per-enqueue choices; null is the same as leaving one out"
     request = obj(
         {
@@ -177,20 +113,10 @@ def _schemas() -> dict[str, Schema]:
     field = nullable({"type": "string", "description": "what was wrong; null: nothing sent"})
     return {
         "Error": obj({"error": obj({"field": field, "message": message})}),
-        "Status": {"type": "string", "enum": [status.value for status in Status]},
-        "Task": _task(),
-        "TaskPage": obj(
-            {
-                "tasks": {"type": "array", "items": ref("Task")},
-                "cursor": nullable({"type": "string", "description": "the next page's cursor"}),
-            }
-        ),
-        "Event": _event(),
+        **_answers(),
         "TaskEvents": obj(
             {"task_id": {"type": "string"}, "events": {"type": "array", "items": ref("Event")}}
         ),
-        "Stats": _stats(),
-        "Worker": _worker(),
         "Workers": obj({"workers": {"type": "array", "items": ref("Worker")}}),
         "EnqueueRequest": _enqueue_request(),
     }
@@ -240,159 +166,53 @@ def _responses(success: dict[str, Any], *codes: str) -> dict[str, Any]:
     return {**success, **{code: {"$ref": f"#/components/responses/E{code}"} for code in chosen}}
 
 
-def _ok(schema: str, description: str) -> dict[str, Any]:
-    return {"200": {"description": description, "content": _json(ref(schema))}}
-
-
-def _task_id() -> dict[str, Any]:
+def _parameter(param: Param) -> dict[str, Any]:
+    schema = param.kind.schema
+    if param.default is not None:
+        schema = {**schema, "default": param.default}
     return {
-        "name": "id",
-        "in": "path",
-        "required": True,
-        "description": "a task's id, or (for reads) the start of one that begins no other "
-        "id; an id with a '/' in it cannot be named here",
-        "schema": {"type": "string", "minLength": 1, "maxLength": MAX_NAME_LENGTH},
-    }
-
-
-STORE = ("503",)
-BY_ID = ("404", "409", "503")
-
-
-def _query(name: str, schema: Schema, description: str) -> dict[str, Any]:
-    return {
-        "name": name,
-        "in": "query",
-        "required": False,
+        "name": param.name,
+        "in": param.where,
+        "required": param.where == "path",
+        "description": param.description,
         "schema": schema,
-        "description": description,
     }
 
 
-def _list_parameters() -> list[dict[str, Any]]:
-    return [
-        _query("status", ref("Status"), "only tasks in this status"),
-        _query("topic", text(), "only tasks of this topic"),
-        _query("sub_topic", text(), "only tasks of this sub-topic"),
-        _query("name", text(), "only tasks of this registered name"),
-        _query("group", text(), "only tasks of this group id"),
-        _query("created_from", TIME, "only tasks created at or after this time"),
-        _query("created_to", TIME, "only tasks created before this time"),
-        _query("cursor", text(), "the page after the one that answered this cursor"),
-        _query(
-            "limit",
-            {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
-            "most tasks on the page",
-        ),
-        _query(
-            "order",
-            {"type": "string", "enum": ["newest", "oldest"], "default": "newest"},
-            "newest or oldest first (a cursor keeps the order it was made with)",
-        ),
-    ]
-
-
-def _tasks_path() -> dict[str, Any]:
-    """``/api/tasks``: enqueue (POST) and list (GET)."""
-    created = {
-        "description": "The task, stored",
-        "content": _json(ref("Task")),
-        "headers": {"Location": {"schema": {"type": "string"}, "required": True}},
-        "links": {
-            name: {"operationId": operation, "parameters": {"id": "$response.body#/id"}}
-            for name, operation in (("GetTask", "getTask"), ("CancelTask", "cancelTask"))
-        },
+def _operation(operation: Operation) -> dict[str, Any]:
+    described: dict[str, Any] = {"operationId": operation.id, "summary": operation.summary}
+    if operation.body is not None:
+        described["requestBody"] = {"required": True, "content": _json(operation.body)}
+    query = [_parameter(param) for param in operation.parameters if param.where == "query"]
+    if query:
+        described["parameters"] = query
+    success = {
+        "description": operation.answer,
+        "content": _json(operation.returns),
+        **operation.extra,
     }
-    return {
-        "post": {
-            "operationId": "enqueueTask",
-            "summary": "Enqueue a registered task by name (its declaration sets the rest)",
-            "requestBody": {"required": True, "content": _json(ref("EnqueueRequest"))},
-            "responses": _responses({"201": created}, "400", "404", "409", "413", "415", *STORE),
-        },
-        "get": {
-            "operationId": "listTasks",
-            "summary": "One page of matching tasks, newest first",
-            "parameters": _list_parameters(),
-            "responses": _responses(_ok("TaskPage", "A page of tasks"), *STORE),
-        },
-    }
+    described["responses"] = _responses({str(operation.status): success}, *operation.refusals)
+    return described
 
 
-def _task_paths() -> dict[str, Any]:
-    """The paths of one task: itself, its events, retry and cancel."""
-    one = _responses(_ok("Task", "The task"), *BY_ID)
-    return {
-        "/api/tasks/{id}": {
-            "parameters": [_task_id()],
-            "get": {"operationId": "getTask", "summary": "One task", "responses": one},
-        },
-        "/api/tasks/{id}/events": {
-            "parameters": [_task_id()],
-            "get": {
-                "operationId": "listTaskEvents",
-                "summary": "A task's events still in the log, oldest first",
-                "responses": _responses(_ok("TaskEvents", "The task's events"), *BY_ID),
-            },
-        },
-        "/api/tasks/{id}/retry": {
-            "parameters": [_task_id()],
-            "post": {
-                "operationId": "retryTask",
-                "summary": "Send a failed or cancelled task back to pending (a whole id)",
-                "responses": one,
-            },
-        },
-        "/api/tasks/{id}/cancel": {
-            "parameters": [_task_id()],
-            "post": {
-                "operationId": "cancelTask",
-                "summary": "Cancel a pending, running or snoozed task (a whole id)",
-                "responses": one,
-            },
-        },
-    }
+def paths(operations: tuple[Operation, ...]) -> dict[str, Any]:
+    """The document's paths: each operation under its path, the parameters of
+    the path (which every operation on it must declare alike) once, beside them."""
+    described: dict[str, dict[str, Any]] = {}
+    for operation in operations:
+        item = described.setdefault(operation.path, {})
+        in_path = [_parameter(param) for param in operation.parameters if param.where == "path"]
+        if in_path and item.setdefault("parameters", in_path) != in_path:
+            raise ValueError(f"{operation.path}: its operations declare its parameters unlike")
+        item[operation.method.lower()] = _operation(operation)
+    return described
 
 
-def _other_paths() -> dict[str, Any]:
-    window = {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_SECONDS}
-    return {
-        "/api/stats": {
-            "get": {
-                "operationId": "getStats",
-                "summary": "The queue at a glance",
-                "parameters": [
-                    _query(
-                        "window",
-                        {**window, "default": DEFAULT_WINDOW},
-                        "seconds of endings counted",
-                    )
-                ],
-                "responses": _responses(_ok("Stats", "Counts, waits and endings"), *STORE),
-            }
-        },
-        "/api/workers": {
-            "get": {
-                "operationId": "listWorkers",
-                "summary": "The live workers",
-                "responses": _responses(_ok("Workers", "The live workers"), *STORE),
-            }
-        },
-        "/api/openapi.json": {
-            "get": {
-                "operationId": "getOpenApi",
-                "summary": "This document",
-                "responses": _responses(
-                    {"200": {"description": "OpenAPI 3.1", "content": _json({"type": "object"})}}
-                ),
-            }
-        },
-    }
-
-
-def document(*, secured: bool = True) -> dict[str, Any]:
-    """The document, built anew (callers may change their copy); without the
-    bearer requirement when the API is served without a token."""
+def document(
+    *, secured: bool = True, operations: tuple[Operation, ...] = OPERATIONS
+) -> dict[str, Any]:
+    """The document of ``operations``, built anew (callers may change their
+    copy); without the bearer requirement when the API is served without a token."""
     spec: dict[str, Any] = {
         "openapi": "3.1.0",
         "info": {
@@ -400,7 +220,7 @@ def document(*, secured: bool = True) -> dict[str, Any]:
             "version": __version__,
             "description": "A durable task queue: enqueue registered tasks, follow and steer them.",
         },
-        "paths": {"/api/tasks": _tasks_path(), **_task_paths(), **_other_paths()},
+        "paths": paths(operations),
         "components": {
             "schemas": _schemas(),
             "responses": {f"E{code}": response for code, response in _errors().items()},
@@ -409,4 +229,4 @@ def document(*, secured: bool = True) -> dict[str, Any]:
     }
     if secured:
         spec["security"] = [{"bearer": []}]
-    return spec
+    return copy.deepcopy(spec)  # nothing in it shared with the table

@@ -11,13 +11,13 @@ whole id, so that a script can never change a task other than the one it named.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 from urllib.parse import quote
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from tenure.admin import TaskAdmin
@@ -26,11 +26,14 @@ from tenure.errors import InvalidInput
 from tenure.function import TaskFunction
 from tenure.http import inputs
 from tenure.http.inputs import ApiError
+from tenure.http.surface import OPERATIONS, OPTIONS, Operation, read
 from tenure.shapes import event_json, stats_json, task_json, worker_json
-from tenure.store.operating import DEFAULT_WINDOW
 from tenure.task import Task
 
 T = TypeVar("T")
+Values = dict[str, Any]
+"""A request's parameters, read and checked, by keyword (:func:`~tenure.http.surface.read`)."""
+Handler = Callable[[Request, Values], Awaitable[Response]]
 
 NO_STORE = {"Cache-Control": "no-store"}
 """Every answer is the queue as it is now, and may carry task data: never cached."""
@@ -44,38 +47,56 @@ def reply(
 
 
 class Api:
-    """The handlers of one App's API; :meth:`routes` lists them."""
+    """The handlers of one App's API, one per operation of the table
+    (:mod:`tenure.http.surface`), named as its ``handler`` says; each is given
+    its parameters read and checked. :meth:`routes` serves them."""
 
-    def __init__(self, app: App, document: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        app: App,
+        document: Mapping[str, Any],
+        operations: tuple[Operation, ...] = OPERATIONS,
+    ) -> None:
         self.app = app
         self.document = document
+        self.operations = operations
 
     def routes(self) -> list[Route]:
         """One route per path, its methods dispatched inside, so that a 405 names
         every method the path allows."""
+        paths: dict[str, dict[str, Operation]] = {}
+        for operation in self.operations:
+            paths.setdefault(operation.path, {})[operation.method] = operation
         return [
-            Route("/api/openapi.json", self.openapi, methods=["GET"]),
-            Route("/api/tasks", self.tasks, methods=["GET", "POST"]),
-            Route("/api/tasks/{id}", self.task, methods=["GET"]),
-            Route("/api/tasks/{id}/events", self.events, methods=["GET"]),
-            Route("/api/tasks/{id}/retry", self.retry, methods=["POST"]),
-            Route("/api/tasks/{id}/cancel", self.cancel, methods=["POST"]),
-            Route("/api/stats", self.stats, methods=["GET"]),
-            Route("/api/workers", self.workers, methods=["GET"]),
+            Route(path, self._endpoint(methods), methods=list(methods))
+            for path, methods in paths.items()
         ]
+
+    def _endpoint(
+        self, operations: Mapping[str, Operation]
+    ) -> Callable[[Request], Awaitable[Response]]:
+        """The path's methods, each read as its operation declares, then answered
+        by its handler (``HEAD`` as ``GET``)."""
+        handlers: dict[str, Handler] = {
+            method: getattr(self, operation.handler) for method, operation in operations.items()
+        }
+
+        async def endpoint(request: Request) -> Response:
+            method = "GET" if request.method == "HEAD" else request.method
+            values = read(operations[method], request.query_params, request.path_params)
+            return await handlers[method](request, values)
+
+        return endpoint
 
     async def _work(self, work: Callable[[TaskAdmin], T]) -> T:
         """``work(admin)`` on a worker thread, the store opened first if need be."""
         return await run_in_threadpool(lambda: work(self.app.tasks))
 
-    async def openapi(self, request: Request) -> JSONResponse:
-        inputs.query(request.query_params)
+    async def get_openapi(self, request: Request, values: Values) -> Response:
         return reply(self.document)
 
-    async def tasks(self, request: Request) -> JSONResponse:
-        if request.method == "POST":
-            return await self._enqueue(request)
-        wanted = inputs.listing(inputs.query(request.query_params, inputs.LIST_PARAMETERS))
+    async def list_tasks(self, request: Request, values: Values) -> Response:
+        wanted = inputs.listing(values)
         page = await self._work(
             lambda admin: admin.page(
                 wanted.filters,
@@ -86,10 +107,9 @@ class Api:
         )
         return reply({"tasks": [task_json(task) for task in page.tasks], "cursor": page.cursor})
 
-    async def _enqueue(self, request: Request) -> JSONResponse:
-        inputs.query(request.query_params)
+    async def enqueue_task(self, request: Request, values: Values) -> Response:
         limit = inputs.ESCAPES * self.app.max_payload_bytes + inputs.ENVELOPE_BYTES
-        wanted = inputs.enqueue_request(await inputs.json_body(request, limit))
+        wanted = inputs.enqueue_request(await inputs.json_body(request, limit), OPTIONS)
         try:
             function = self.app.lookup(wanted.name)
         except InvalidInput as unknown:
@@ -100,38 +120,28 @@ class Api:
         location = f"{root}/api/tasks/{quote(task.id, safe='')}"
         return reply(task_json(task), 201, {"Location": location})
 
-    async def task(self, request: Request) -> JSONResponse:
-        inputs.query(request.query_params)
-        wanted = request.path_params["id"]
-        return reply(task_json(await self._work(lambda admin: resolve(admin, wanted))))
+    async def get_task(self, request: Request, values: Values) -> Response:
+        return reply(task_json(await self._work(lambda admin: admin.resolve(values["id"]))))
 
-    async def events(self, request: Request) -> JSONResponse:
-        inputs.query(request.query_params)
-        wanted = request.path_params["id"]
-
+    async def list_task_events(self, request: Request, values: Values) -> Response:
         def history(admin: TaskAdmin) -> dict[str, object]:
-            task = resolve(admin, wanted)
+            task = admin.resolve(values["id"])
             return {"task_id": task.id, "events": [event_json(e) for e in admin.history(task.id)]}
 
         return reply(await self._work(history))
 
-    async def retry(self, request: Request) -> JSONResponse:
-        inputs.query(request.query_params)
-        wanted = request.path_params["id"]
-        return reply(task_json(await self._work(lambda admin: change(admin.retry, wanted))))
+    async def retry_task(self, request: Request, values: Values) -> Response:
+        return reply(task_json(await self._work(lambda admin: admin.retry(values["id"]))))
 
-    async def cancel(self, request: Request) -> JSONResponse:
-        inputs.query(request.query_params)
-        wanted = request.path_params["id"]
-        return reply(task_json(await self._work(lambda admin: change(admin.cancel, wanted))))
+    async def cancel_task(self, request: Request, values: Values) -> Response:
+        return reply(task_json(await self._work(lambda admin: admin.cancel(values["id"]))))
 
-    async def stats(self, request: Request) -> JSONResponse:
-        window = inputs.window(inputs.query(request.query_params, ("window",)), DEFAULT_WINDOW)
+    async def get_stats(self, request: Request, values: Values) -> Response:
+        window = values["window"]
         figures = await self._work(lambda admin: (admin.stats(window=window), admin.workers()))
         return reply(stats_json(figures[0], len(figures[1])))
 
-    async def workers(self, request: Request) -> JSONResponse:
-        inputs.query(request.query_params)
+    async def list_workers(self, request: Request, values: Values) -> Response:
         workers = await self._work(lambda admin: admin.workers())
         return reply({"workers": [worker_json(worker) for worker in workers]})
 
@@ -165,18 +175,3 @@ def enqueue(function: TaskFunction[Any, Any], wanted: inputs.Enqueue) -> Task:
     if handle.task is None:  # pragma: no cover - enqueue returns the created task
         raise ApiError(500, None, "the store did not return the task it created")
     return handle.task
-
-
-def resolve(admin: TaskAdmin, id_or_prefix: str) -> Task:
-    """The task an id, or the one id a prefix begins, names: ``TaskNotFound``
-    if none (404), ``AmbiguousId`` if the prefix begins several ids (409: it
-    named one task once, maybe); :mod:`~tenure.http.refusals` says how."""
-    inputs.task_id(id_or_prefix)
-    return admin.resolve(id_or_prefix)
-
-
-def change(act: Callable[[str], Task], task_id: str) -> Task:
-    """Retry or cancel the task ``task_id`` (a whole id): ``TaskNotFound`` if
-    there is none (404), ``InvalidTransition`` if its status refuses (409)."""
-    inputs.task_id(task_id)
-    return act(task_id)

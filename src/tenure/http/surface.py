@@ -1,0 +1,239 @@
+"""The HTTP API's routes, declared once: for each, its method and path, the
+parameters it takes (each with how the server reads it and its schema), its
+body, its answer and its refusals; and the options an enqueue's body may give.
+:mod:`tenure.http.routes` serves this table and :mod:`tenure.http.openapi`
+describes it, so what the server accepts and what the document promises cannot
+drift apart: a filter added to the listing is one
+:class:`~tenure.http.inputs.Param` more in :data:`LIST_TASKS`, read and checked
+by the server, passed to :class:`~tenure.store.types.TaskFilter` under its
+keyword, and in the document with its schema; an option added to
+:data:`OPTIONS` is read, passed to
+:meth:`~tenure.function.TaskFunction.options` and documented alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import KW_ONLY, dataclass, field
+from typing import Any
+
+from starlette.datastructures import QueryParams
+
+from tenure import checks
+from tenure.checks import INT32, MAX_NAME_LENGTH, MAX_SECONDS
+from tenure.http import inputs
+from tenure.http.inputs import DEFAULT_LIMIT, MAX_LIMIT, Kind, Param
+from tenure.http.schemas import TIME, Schema, ref, text
+from tenure.store import validate
+from tenure.store.operating import DEFAULT_WINDOW
+from tenure.store.validate import MAX_DESCRIPTION_LENGTH
+
+STATUS = Kind(ref("Status"), validate.status)
+TEXT = Kind(text(), checks.text)
+MOMENT = Kind(TIME, inputs.moment)
+SECONDS = Kind({"type": "number", "exclusiveMinimum": 0, "maximum": MAX_SECONDS}, inputs.span)
+TASK_ID = Kind({"type": "string", "minLength": 1, "maxLength": MAX_NAME_LENGTH}, checks.text)
+DELAY = Kind({"type": "number", "minimum": 0, "maximum": MAX_SECONDS}, inputs.delay)
+PRIORITY = Kind({"type": "integer", "minimum": INT32[0], "maximum": INT32[1]}, inputs.priority)
+DESCRIPTION = Kind(text(MAX_DESCRIPTION_LENGTH), inputs.description)
+NEW_ID = Kind(text(pattern="^[^/\\u0000]*$"), inputs.new_id)
+
+
+def count(most: int) -> Kind:
+    """A whole number from 1 to ``most``."""
+    return Kind({"type": "integer", "minimum": 1, "maximum": most}, inputs.count(most))
+
+
+def choice(*choices: str) -> Kind:
+    """One of ``choices``."""
+    return Kind({"type": "string", "enum": list(choices)}, inputs.choice(*choices))
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    """One method of one path: what it is called and does (``id``, ``summary``),
+    the :class:`~tenure.http.routes.Api` method that answers it (``handler``),
+    what it takes, and what it answers: ``status`` with ``returns`` (and the
+    response's ``headers`` and ``links``), or one of the error statuses of
+    every route and ``refusals``."""
+
+    method: str
+    path: str
+    _: KW_ONLY
+    id: str
+    summary: str
+    handler: str
+    answer: str
+    returns: Schema
+    refusals: tuple[str, ...] = ()
+    parameters: tuple[Param, ...] = ()
+    body: Schema | None = None
+    status: int = 200
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+def read(operation: Operation, query: QueryParams, path: Mapping[str, str]) -> dict[str, Any]:
+    """The values of ``operation``'s parameters by keyword, read and checked."""
+    return inputs.read_parameters(operation.parameters, query, path)
+
+
+OPTIONS = (
+    Param("delay", DELAY, where="body"),
+    Param("priority", PRIORITY, where="body"),
+    Param("group", TEXT, keyword="group_id", where="body"),
+    Param("sub_topic", TEXT, where="body"),
+    Param("description", DESCRIPTION, where="body"),
+    Param("id", NEW_ID, where="body"),
+)
+"""The ``options`` of an enqueue's body, each named as the API names it and
+read under its keyword of :meth:`~tenure.function.TaskFunction.options`."""
+
+
+STORE = ("503",)
+BY_ID = ("404", "409", "503")
+
+ID = Param(
+    "id",
+    TASK_ID,
+    "a task's id, or (for reads) the start of one that begins no other id; "
+    "an id with a '/' in it cannot be named here",
+    where="path",
+)
+
+ENQUEUE = Operation(
+    "POST",
+    "/api/tasks",
+    id="enqueueTask",
+    summary="Enqueue a registered task by name (its declaration sets the rest)",
+    handler="enqueue_task",
+    body=ref("EnqueueRequest"),
+    status=201,
+    answer="The task, stored",
+    returns=ref("Task"),
+    extra={
+        "headers": {"Location": {"schema": {"type": "string"}, "required": True}},
+        "links": {
+            name: {"operationId": operation, "parameters": {"id": "$response.body#/id"}}
+            for name, operation in (("GetTask", "getTask"), ("CancelTask", "cancelTask"))
+        },
+    },
+    refusals=("400", "404", "409", "413", "415", *STORE),
+)
+
+LIST_TASKS = Operation(
+    "GET",
+    "/api/tasks",
+    id="listTasks",
+    summary="One page of matching tasks, newest first",
+    handler="list_tasks",
+    parameters=(
+        # Every parameter but those of inputs.PAGING is a keyword of TaskFilter.
+        Param("status", STATUS, "only tasks in this status"),
+        Param("topic", TEXT, "only tasks of this topic"),
+        Param("sub_topic", TEXT, "only tasks of this sub-topic"),
+        Param("name", TEXT, "only tasks of this registered name"),
+        Param("group", TEXT, "only tasks of this group id", keyword="group_id"),
+        Param("created_from", MOMENT, "only tasks created at or after this time"),
+        Param("created_to", MOMENT, "only tasks created before this time"),
+        Param("cursor", TEXT, "the page after the one that answered this cursor"),
+        Param("limit", count(MAX_LIMIT), "most tasks on the page", DEFAULT_LIMIT),
+        Param(
+            "order",
+            choice("newest", "oldest"),
+            "newest or oldest first (a cursor keeps the order it was made with)",
+            "newest",
+        ),
+    ),
+    answer="A page of tasks",
+    returns=ref("TaskPage"),
+    refusals=STORE,
+)
+
+
+def _by_id(
+    method: str,
+    path: str,
+    handler: str,
+    returns: str = "Task",
+    *,
+    id: str,
+    summary: str,
+    answer: str,
+) -> Operation:
+    """A route of one task, named by its id (or a prefix of it, for reads)."""
+    return Operation(
+        method,
+        path,
+        id=id,
+        summary=summary,
+        handler=handler,
+        parameters=(ID,),
+        answer=answer,
+        returns=ref(returns),
+        refusals=BY_ID,
+    )
+
+
+OPERATIONS: tuple[Operation, ...] = (
+    ENQUEUE,
+    LIST_TASKS,
+    _by_id(
+        "GET", "/api/tasks/{id}", "get_task", id="getTask", summary="One task", answer="The task"
+    ),
+    _by_id(
+        "GET",
+        "/api/tasks/{id}/events",
+        "list_task_events",
+        "TaskEvents",
+        id="listTaskEvents",
+        summary="A task's events still in the log, oldest first",
+        answer="The task's events",
+    ),
+    _by_id(
+        "POST",
+        "/api/tasks/{id}/retry",
+        "retry_task",
+        id="retryTask",
+        summary="Send a failed or cancelled task back to pending (a whole id)",
+        answer="The task",
+    ),
+    _by_id(
+        "POST",
+        "/api/tasks/{id}/cancel",
+        "cancel_task",
+        id="cancelTask",
+        summary="Cancel a pending, running or snoozed task (a whole id)",
+        answer="The task",
+    ),
+    Operation(
+        "GET",
+        "/api/stats",
+        id="getStats",
+        summary="The queue at a glance",
+        handler="get_stats",
+        parameters=(Param("window", SECONDS, "seconds of endings counted", DEFAULT_WINDOW),),
+        answer="Counts, waits and endings",
+        returns=ref("Stats"),
+        refusals=STORE,
+    ),
+    Operation(
+        "GET",
+        "/api/workers",
+        id="listWorkers",
+        summary="The live workers",
+        handler="list_workers",
+        answer="The live workers",
+        returns=ref("Workers"),
+        refusals=STORE,
+    ),
+    Operation(
+        "GET",
+        "/api/openapi.json",
+        id="getOpenApi",
+        summary="This document",
+        handler="get_openapi",
+        answer="OpenAPI 3.1",
+        returns={"type": "object"},
+    ),
+)
+"""The API, in the order the document lists it."""
