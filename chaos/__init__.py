@@ -25,10 +25,12 @@ the people who work on tenure.
 - :mod:`chaos.netns`: network namespaces to cut a worker's host off;
 - :mod:`chaos.sessions`: the PostgreSQL sessions to terminate, by process;
 - :mod:`chaos.uniques`: the unique tasks, one per lock phase and strategy;
-- :mod:`chaos.checker`: the invariants I1-I8 and the figures (:mod:`chaos.verdict`),
-  with the checks kept beside their scenarios: :mod:`chaos.deaths` (poison),
+- :mod:`chaos.checker`: the invariants I1-I8, each a check of its own, and
+  the figures; :mod:`chaos.verdict`: how checks answer and compose; the checks
+  kept beside their scenarios: :mod:`chaos.deaths` (poison),
   :mod:`chaos.elections`, :mod:`chaos.deliveries` (followers),
-  :mod:`chaos.skews`, :mod:`chaos.partitions` and :mod:`chaos.locks`;
+  :mod:`chaos.skews`, :mod:`chaos.reruns` (I9), :mod:`chaos.partitions` and
+  :mod:`chaos.locks`;
 - :mod:`chaos.scenarios`: the scenarios and their profiles.
 """
 

@@ -1,5 +1,5 @@
-"""Wall clocks moved on purpose, for the clock-skew scenario, and its checks
-(part of :func:`chaos.checker.check`).
+"""Wall clocks moved on purpose, for the clock-skew scenario, and the figures
+of its clocks (:data:`CHECKS`).
 
 A skewed process runs with libfaketime preloaded into the process itself
 (``LD_PRELOAD``; never the ``faketime`` wrapper, which forks, so the harness's
@@ -14,34 +14,23 @@ process, a jump, and of every process started again in its place. Python's
 Each change of a clock is a ``phase`` of the fault log named ``clock WHO
 OFFSET`` (e.g. ``clock worker-0 -2h``): the figures list them.
 
-- **I8**, on the monotonic clock: every execution in flight on a worker when it
-  was killed runs again, under a newer token, within lease + supervisor cycle +
-  poll (+ margin) of the kill, unless its task had used up its attempts (or
-  the next owner it was given was lost before it began, which I4 judges). The
-  store's own times cannot measure this under skew on SQLite, where each
-  process writes its own wall clock into the event log (the scenario's kills
-  carry no store time there, so the checker's store-clock I8 leaves them out);
-  on PostgreSQL both measures apply. On SQLite a retry's delay is written by
-  the clock of the worker that failed the attempt before: a task taken back
-  from such a retry waits until some worker's clock reaches it (tenure's
-  documented SQLite behaviour), so those are left out of this measure there
-  (I1 still holds them to finishing).
+The executions in flight on a skewed worker that was killed are checked to
+run again elsewhere by :mod:`chaos.reruns` (I9), on the monotonic clock.
 """
 
 from __future__ import annotations
 
-import math
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from chaos import ROOT, CannotRunHere
-from chaos.evidence import Evidence, Execution, owner_pid, reservations
 from chaos.harness import Placement
-from tenure.task import Status
+from chaos.verdict import Check
 
 if TYPE_CHECKING:
-    from chaos.verdict import Bounds, Verdict
+    from chaos.evidence import Evidence
+    from chaos.verdict import Bounds, Result
 
 LIBRARY = next(
     iter(sorted(Path("/usr/lib").glob("*/faketime/libfaketime.so.1"))),
@@ -100,81 +89,14 @@ def skewed(pid: int) -> bool:
         return False
 
 
-def clocks(ev: Evidence, bounds: Bounds, out: Verdict) -> None:
-    changes = [(name.removeprefix(CLOCK), at) for name, at in ev.phases if name.startswith(CLOCK)]
-    out.figures.clocks = [name for name, _ in changes]
-    if not changes:
-        return
-    for life in ev.lives:
-        if life.role == "worker" and life.killed is not None:
-            in_flight = [
-                run
-                for runs in ev.executions.values()
-                for run in runs
-                if run.pid == life.pid
-                and life.spawned <= run.start <= life.killed
-                and run.end is None
-                and not (life.killed_store_at is None and _delayed(ev, run))
-            ]
-            reruns(
-                ev, bounds, out, in_flight, moment=life.killed, what=f"pid {life.pid} was killed"
-            )
+def clocks(ev: Evidence, _: Bounds, out: Result) -> None:
+    """The clock changes of the run, for its figures."""
+    out.figures.clocks = [name.removeprefix(CLOCK) for name, _ in changes(ev)]
 
 
-def _delayed(ev: Evidence, run: Execution) -> bool:
-    """Whether ``run`` is a retry after a failed attempt: the task's delay (its
-    ``run_at``) was written by the clock of the worker that failed it."""
-    return any(r.token < run.token and r.outcome == "raise" for r in ev.executions[run.task])
+def changes(ev: Evidence) -> list[tuple[str, float]]:
+    """(name, mono) of each ``phase`` that changed a clock."""
+    return [(name, at) for name, at in ev.phases if name.startswith(CLOCK)]
 
 
-def _next_grant_unstarted(ev: Evidence, run: Execution, moment: float, within: float) -> bool:
-    """Whether the task's next reservation after ``run`` never began, its owner
-    killed in turn (or exited) within ``within`` seconds of ``moment``."""
-    granted = [
-        e for e in reservations(ev.events.get(run.task, [])) if (e.attempt or 0) > run.attempt
-    ]
-    if not granted:
-        return False
-    following = min(granted, key=lambda e: e.attempt or 0)
-    if any(r.attempt == following.attempt for r in ev.executions.get(run.task, [])):
-        return False
-    pid = owner_pid(following.owner)
-    return any(
-        life.pid == pid
-        and (life.exited is not None or moment <= (life.killed or -math.inf) <= moment + within)
-        for life in ev.lives
-    )
-
-
-def reruns(
-    ev: Evidence,
-    bounds: Bounds,
-    out: Verdict,
-    in_flight: list[Execution],
-    *,
-    moment: float,
-    what: str,
-) -> None:
-    """I8: each of ``in_flight`` runs again under a newer token within
-    ``bounds.recovery`` of ``moment`` (monotonic), when ``what`` happened."""
-    for run in in_flight:
-        later = [r.start for r in ev.executions.get(run.task, []) if r.token > run.token]
-        if _next_grant_unstarted(ev, run, moment, 2 * bounds.recovery):
-            continue  # its next owner was lost too (I4 judges that grant)
-        if not later:
-            task = ev.tasks.get(run.task)
-            if task is None or task.status is Status.FAILED:
-                continue  # I2 names a task missing; a failed one used up its attempts
-            if task.status is Status.DONE and task.lease_token == run.token:
-                continue  # its ending reached the store before the fault
-            out.add("I8", run.task, f"token {run.token} never ran again after {what}")
-            continue
-        took = min(later) - moment
-        out.figures.rerun.append(took)
-        if took > bounds.recovery:
-            out.add(
-                "I8",
-                run.task,
-                f"ran again {took:.2f}s after {what} (bound {bounds.recovery:.2f}s, "
-                "on the monotonic clock)",
-            )
+CHECKS = (Check("clocks", (), clocks),)

@@ -161,8 +161,10 @@ class Outcome:
                 f" followers {f.followers} (killed {f.follower_kills}) delivered {f.delivered}"
                 f" missed {f.undelivered} again {f.redelivered} lag {_spread(f.lag)}"
             )
-        text += _moved(f) + self.own
-        return text + f" violations {len(self.verdict.violations)} in {self.seconds:.0f}s"
+        text += _moved(f) + self.own + f" violations {len(self.verdict.violations)}"
+        if self.verdict.unknown:  # checks that raised: neither passed nor failed
+            text += f" unknown {','.join(self.verdict.unknown)}"
+        return text + f" in {self.seconds:.0f}s"
 
 
 def _own_figures(name: str, journals: Path, f: Figures) -> str:

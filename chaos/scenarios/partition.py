@@ -119,5 +119,5 @@ PARTITION = {
 """Producers go on until the last host is healed and working again: counts
 are at most. Workers start in their hosts (``workers=0``: the harness's own would run on
 the store's side of the partition). Two hosts have room for all the work, so a
-task taken back from the cut-off one runs again at once: I8 is measured up to
+task taken back from the cut-off one runs again at once: I9 is measured up to
 its run elsewhere, with no queue to wait in."""

@@ -1,13 +1,14 @@
 """The clock-skew scenario (see :mod:`chaos.scenarios`): workers whose wall
 clocks are two hours off either way, one clock jumping mid-run, then the
 scheduler (the lease supervisor) skewed, with skewed owners SIGKILLed in each
-stage so that recovery (I8) is measured under every skew.
+stage so that recovery (I8, I9) is measured under every skew.
 
 libfaketime is preloaded into each skewed process (:mod:`chaos.skews`); a
 killed worker comes back with the clock of the one it replaces. On SQLite every
 process writes its own wall clock into the store, so the kills carry no store
-time there and I8 is measured on the monotonic clock (:func:`chaos.skews.clocks`);
-on PostgreSQL the store's times are the server's, and both measures apply.
+time there and recovery is measured on the monotonic clock only (I9,
+:mod:`chaos.reruns`); on PostgreSQL the store's times are the server's, and I8
+applies too.
 """
 
 from __future__ import annotations
@@ -126,5 +127,5 @@ SKEW = {
 """Producers go on until the last kill is over: counts are at most. Workers
 start with the scenario (``workers=0``: the harness's own would run
 on the machine's clock). Tasks come slower than one worker of 8 slots takes
-them, so a task taken back is run again at once: I8 is measured up to its run
+them, so a task taken back is run again at once: I9 is measured up to its run
 elsewhere, with no queue to wait in."""

@@ -135,7 +135,7 @@ def test_a_task_run_elsewhere_too_late_is_caught(partitioned: tuple[Outcome, Evi
                 run.end = None if run.end is None else run.end + 10.0
 
     verdict = tampered(partitioned, rerun_late)
-    assert any(v.code == "I8" and "cut off" in v.message for v in verdict.violations)
+    assert any(v.code == "I9" and "cut off" in v.message for v in verdict.violations)
 
 
 def test_a_host_that_never_works_again_is_caught(partitioned: tuple[Outcome, Evidence]) -> None:
