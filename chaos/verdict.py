@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from chaos.evidence import Evidence
+    from chaos.harness import Processes
 
 MARGIN = 1.5
 """Seconds added to the I8 and I9 bound on a loaded machine (starved processes,
@@ -32,18 +33,32 @@ SLACK = 0.25
 
 @dataclass(frozen=True, slots=True)
 class Bounds:
-    """The scenario's settings that the time bounds derive from."""
+    """What a run is checked against: the time bounds derive from how its
+    ``processes`` ran (leases, cycles, polls), with room for a loaded machine."""
 
-    lease: float
-    cycle: float
-    poll: float
+    processes: Processes
     margin: float = MARGIN
     slack: float = SLACK
     server_recovery: float = 10.0
     throughput: float = 0.8
     """T: the healthy throughput beside poison tasks, as a share of baseline's."""
-    leader_lease: float = 10.0
-    """E: the schedulers' leader lease, which failover is bounded by."""
+
+    @property
+    def lease(self) -> float:
+        return self.processes.lease
+
+    @property
+    def cycle(self) -> float:
+        return self.processes.cycle
+
+    @property
+    def poll(self) -> float:
+        return self.processes.poll
+
+    @property
+    def leader_lease(self) -> float:
+        """E: the schedulers' leader lease, which failover is bounded by."""
+        return self.processes.leader_lease
 
     @property
     def keepalive(self) -> float:

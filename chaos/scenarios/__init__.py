@@ -221,20 +221,7 @@ def run(
     plan = plan or scenario.plans[profile]
     began = monotonic()
     with _target(name, store, folder, url) as (target, cluster):
-        setup = Setup(
-            url=target,
-            folder=folder,
-            workers=plan.workers,
-            concurrency=plan.concurrency,
-            lease=plan.lease,
-            cycle=plan.cycle,
-            poll=plan.poll,
-            app=plan.app or app,
-            pool=plan.pool,
-            schedulers=plan.schedulers,
-            leader_lease=plan.leader_lease,
-            followers=plan.followers,
-        )
+        setup = Setup(target, folder, plan, app=plan.app or app)
         with open_store(target) as opened:
             with Harness(setup, opened) as harness:
                 scenario.inject(harness, Context(plan, random.Random(seed), cluster))
@@ -242,8 +229,7 @@ def run(
                 if plan.followers:
                     catch_up(harness, CATCH_UP)
             evidence = gather(setup.journals, opened)
-    bounds = Bounds(plan.lease, plan.cycle, plan.poll, leader_lease=plan.leader_lease)
-    verdict = check(evidence, bounds)
+    verdict = check(evidence, Bounds(plan))
     own = _own_figures(name, setup.journals, verdict.figures)
     return Outcome(name, store, verdict, monotonic() - began, folder, own)
 

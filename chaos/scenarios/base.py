@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from chaos.cluster import PrivateCluster
-from chaos.harness import Harness
+from chaos.harness import Harness, Processes
 from chaos.producers import Workload
 
 Profile = Literal["full", "quick"]
@@ -20,29 +20,20 @@ SHORT = (0.05, 0.3)
 """Durations of the short tasks that run around a scenario's faults."""
 
 
-@dataclass(frozen=True, slots=True)
-class Plan:
-    """A scenario's numbers in one profile: its processes, what the producers
-    enqueue, how many faults (per kind) come how often, and the time settings."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Plan(Processes):
+    """A scenario's numbers in one profile: how its processes run (the fields
+    of :class:`~chaos.harness.Processes`), what the producers enqueue, how many
+    faults (per kind) come how often, and how long the drain may take."""
 
-    workers: int
-    concurrency: int
     workloads: tuple[Workload, ...]
     faults: int = 0
     every: tuple[float, float] = (2.0, 5.0)
-    lease: float = 2.0
-    cycle: float = 0.5
-    poll: float = 0.1
     drain: float = 600.0
-    pool: str = "threads"
     phase: tuple[Workload, ...] = ()
     """A first phase (baseline), drained before ``workloads`` come."""
-    schedulers: int = 1
-    leader_lease: float = 10.0
     app: str | None = None
     """The App the workers and schedulers load, if not the probe's."""
-    followers: int = 0
-    """Event followers following the log throughout (:mod:`chaos.follower`)."""
 
 
 @dataclass(slots=True)

@@ -113,7 +113,7 @@ def _recovered(harness: Harness, conn: Any, since: float) -> None:
 
     ok = harness.wait_for(back, "every worker back at work", RECOVERY, fail=False)
     harness.faults.write("listening", after=monotonic() - since if ok else None)
-    if harness.setup.workers and not harness.workers():
+    if harness.setup.processes.workers and not harness.workers():
         raise ChaosError("no worker left alive after a burst of terminations")
 
 

@@ -29,11 +29,6 @@ def quick_run(name: str, folders: pytest.TempPathFactory) -> Outcome:
     return run(name, "sqlite", "quick", folders.mktemp(name))
 
 
-def bounds(plan: Plan) -> Bounds:
-    """The bounds :func:`chaos.scenarios.run` checks ``plan``'s runs against."""
-    return Bounds(plan.lease, plan.cycle, plan.poll, leader_lease=plan.leader_lease)
-
-
 def recheck(
     clean: Path, tmp_path: Path, plan: Plan, tamper: Callable[[dict[str, Records]], None]
 ) -> Verdict:
@@ -50,7 +45,7 @@ def recheck(
         (journals / name).write_text("".join(json.dumps(r) + "\n" for r in records))
     with open_store(f"sqlite:///{clean / 'chaos.db'}") as store:
         evidence = gather(journals, store)
-    return check(evidence, bounds(plan))
+    return check(evidence, Bounds(plan))
 
 
 def recheck_evidence(clean: Evidence, plan: Plan, tamper: Callable[[Evidence], None]) -> Verdict:
@@ -58,4 +53,4 @@ def recheck_evidence(clean: Evidence, plan: Plan, tamper: Callable[[Evidence], N
     as ``tamper`` left it."""
     evidence = copy.deepcopy(clean)
     tamper(evidence)
-    return check(evidence, bounds(plan))
+    return check(evidence, Bounds(plan))

@@ -10,11 +10,12 @@ from collections import defaultdict
 import pytest
 from chaos.checker import CORE, EVERY, Bounds, check
 from chaos.evidence import Evidence
+from chaos.harness import Processes
 from chaos.verdict import Check, Result
 
 from tenure.task import Status, Task
 
-BOUNDS = Bounds(2.0, 0.5, 0.1)
+BOUNDS = Bounds(Processes(lease=2.0, cycle=0.5, poll=0.1))
 
 
 def broken() -> Evidence:

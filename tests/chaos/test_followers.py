@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from chaos.checker import Verdict, check
+from chaos.checker import Bounds, Verdict, check
 from chaos.evidence import Evidence, Execution
 from chaos.follower import PREFIX, journal_path, position
 from chaos.scenarios import SCENARIOS, Outcome
@@ -26,7 +26,7 @@ from tests.chaos.tampering import Records
 pytestmark = pytest.mark.slow
 
 PLAN = SCENARIOS["sigkill-storm"].plans["quick"]
-BOUNDS = tampering.bounds(PLAN)
+BOUNDS = Bounds(PLAN)
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from chaos.checker import Verdict, check
+from chaos.checker import Bounds, Verdict, check
 from chaos.evidence import Ack, Evidence, Execution, gather
 from chaos.harness import Harness, Setup
 from chaos.journal import monotonic
@@ -32,7 +32,7 @@ from tests.chaos.test_scenarios import assert_clean, planned
 pytestmark = pytest.mark.slow
 
 PLAN = SCENARIOS["partition"].plans["quick"]
-BOUNDS = tampering.bounds(PLAN)
+BOUNDS = Bounds(PLAN)
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +55,7 @@ def partitioned(
     folder = tmp_path_factory.mktemp("partition")
     began = monotonic()
     with partition.target() as (url, cluster):
-        setup = Setup(url, folder, workers=0, concurrency=PLAN.concurrency, lease=PLAN.lease)
+        setup = Setup(url, folder, PLAN)
         with open_store(url) as store:
             with Harness(setup, store) as harness:
                 partition.partition(harness, Context(PLAN, random.Random(0), cluster))
