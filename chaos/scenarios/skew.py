@@ -17,10 +17,11 @@ from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
-from chaos import ChaosError
+from chaos import ChaosError, reruns, skews
+from chaos.checker import CORE
 from chaos.harness import Harness, Placement
 from chaos.journal import monotonic
-from chaos.scenarios.base import Context, Plan, found, tasks
+from chaos.scenarios.base import Context, Plan, Scenario, found, tasks
 from chaos.skews import CLOCK, Clocks, skewed
 
 READY = 60.0
@@ -129,3 +130,4 @@ start with the scenario (``workers=0``: the harness's own would run
 on the machine's clock). Tasks come slower than one worker of 8 slots takes
 them, so a task taken back is run again at once: I9 is measured up to its run
 elsewhere, with no queue to wait in."""
+SCENARIO = Scenario("clock-skew", SKEW, skew, checks=(*CORE, *skews.CHECKS, *reruns.CHECKS))

@@ -21,11 +21,12 @@ from collections import Counter
 from pathlib import Path
 
 import tenure
-from chaos.checker import Figures
+from chaos import locks
+from chaos.checker import CORE, Figures
 from chaos.harness import Harness
 from chaos.journal import read_folder
 from chaos.producers import Workload
-from chaos.scenarios.base import Context, Plan, found, tasks
+from chaos.scenarios.base import Context, Plan, Scenario, found, tasks
 from chaos.uniques import FINAL, declare_unique
 from tenure.errors import TenureError
 
@@ -117,7 +118,6 @@ UNIQUE = {
         workloads=_producers(20, 200, 50, 51, rate=4.0),
         faults=10,
         every=(2.0, 4.0),
-        app=APP,
     ),
     "quick": Plan(
         workers=3,
@@ -126,6 +126,8 @@ UNIQUE = {
         faults=2,
         every=(1.0, 2.0),
         drain=120,
-        app=APP,
     ),
 }
+SCENARIO = Scenario(
+    "unique-torture", UNIQUE, torture, app=APP, checks=(*CORE, *locks.CHECKS), figures=figures
+)

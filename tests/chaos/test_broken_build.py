@@ -20,7 +20,7 @@ import pytest
 from chaos.checker import Bounds, Verdict, check
 from chaos.evidence import gather
 from chaos.journal import FOLDER_VARIABLE, read_folder
-from chaos.scenarios import Plan, run, tasks
+from chaos.scenarios import SCENARIOS, Plan, run, tasks
 
 from chaos import journal
 from tenure.store import open_store
@@ -66,7 +66,7 @@ def clean_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def recheck(clean: Path, tmp_path: Path, tamper: Callable[[dict[str, Records]], None]) -> Verdict:
-    return tampering.recheck(clean, tmp_path, SMALL, tamper)
+    return tampering.recheck(clean, tmp_path, SCENARIOS["baseline"], tamper, plan=SMALL)
 
 
 def probes(files: dict[str, Records]) -> Records:

@@ -11,6 +11,7 @@ import pytest
 from chaos.checker import CORE, EVERY, Bounds, check
 from chaos.evidence import Evidence
 from chaos.harness import Processes
+from chaos.scenarios import SCENARIOS
 from chaos.verdict import Check, Result
 
 from tenure.task import Status, Task
@@ -103,3 +104,11 @@ def test_every_code_names_one_check() -> None:
 def test_two_checks_of_one_name_are_refused() -> None:
     with pytest.raises(ValueError, match="two checks named finished"):
         check(Evidence(), BOUNDS, [CORE[0], CORE[0]])
+
+
+def test_every_scenario_is_held_to_the_core_and_every_check_to_a_scenario() -> None:
+    for scenario in SCENARIOS.values():
+        assert scenario.checks[: len(CORE)] == CORE, scenario.name
+
+    carried = {one.name for scenario in SCENARIOS.values() for one in scenario.checks}
+    assert carried == {one.name for one in EVERY}

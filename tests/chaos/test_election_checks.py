@@ -22,7 +22,8 @@ from tests.chaos.test_scenarios import assert_clean, planned
 
 pytestmark = pytest.mark.slow
 
-PLAN = SCENARIOS["scheduler-election"].plans["quick"]
+SCENARIO = SCENARIOS["scheduler-election"]
+PLAN = SCENARIO.plans["quick"]
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +53,7 @@ def recheck(clean: Path, tamper: Callable[[Evidence], None]) -> Verdict:
     with open_store(f"sqlite:///{clean / 'chaos.db'}") as store:
         evidence = gather(clean / "journals", store)
     tamper(evidence)
-    return check(evidence, Bounds(PLAN))
+    return check(evidence, Bounds(PLAN), SCENARIO.checks)
 
 
 def slot_ids(evidence: Evidence) -> list[str]:

@@ -25,7 +25,8 @@ from tests.chaos.tampering import Records
 
 pytestmark = pytest.mark.slow
 
-PLAN = SCENARIOS["sigkill-storm"].plans["quick"]
+SCENARIO = SCENARIOS["sigkill-storm"]
+PLAN = SCENARIO.plans["quick"]
 BOUNDS = Bounds(PLAN)
 
 
@@ -52,7 +53,7 @@ def recheck(clean: Path, tmp_path: Path, tamper: Callable[[Records], None]) -> V
             )
         )
 
-    return tampering.recheck(clean, tmp_path, PLAN, killed_slot)
+    return tampering.recheck(clean, tmp_path, SCENARIO, killed_slot)
 
 
 def resumes(records: Records) -> list[int]:

@@ -31,7 +31,8 @@ from tests.chaos.test_scenarios import assert_clean, planned
 
 pytestmark = pytest.mark.slow
 
-PLAN = SCENARIOS["partition"].plans["quick"]
+SCENARIO = SCENARIOS["partition"]
+PLAN = SCENARIO.plans["quick"]
 BOUNDS = Bounds(PLAN)
 
 
@@ -54,14 +55,14 @@ def partitioned(
     tamper tests check the evidence again)."""
     folder = tmp_path_factory.mktemp("partition")
     began = monotonic()
-    with partition.target() as (url, cluster):
+    with partition.target("postgres", folder, None) as (url, cluster):
         setup = Setup(url, folder, PLAN)
         with open_store(url) as store:
             with Harness(setup, store) as harness:
                 partition.partition(harness, Context(PLAN, random.Random(0), cluster))
                 harness.drain(PLAN.drain)
             evidence = gather(setup.journals, store)
-    verdict = check(evidence, BOUNDS)
+    verdict = check(evidence, BOUNDS, SCENARIO.checks)
     return Outcome("partition", "postgres", verdict, monotonic() - began, folder), evidence
 
 
@@ -81,7 +82,7 @@ def test_partition(partitioned: tuple[Outcome, Evidence]) -> None:
 
 
 def tampered(partitioned: tuple[Outcome, Evidence], tamper: Callable[[Evidence], None]) -> Verdict:
-    return tampering.recheck_evidence(partitioned[1], PLAN, tamper)
+    return tampering.recheck_evidence(partitioned[1], SCENARIO, tamper)
 
 
 def cut_off(evidence: Evidence) -> tuple[int, float, float, list[Execution]]:

@@ -28,7 +28,8 @@ pytestmark = [
     ),
 ]
 
-PLAN = SCENARIOS["clock-skew"].plans["quick"]
+SCENARIO = SCENARIOS["clock-skew"]
+PLAN = SCENARIO.plans["quick"]
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +67,7 @@ def recheck(clean: Path, tmp_path: Path, tamper: Callable[[Records], None]) -> V
     def every_journal(files: dict[str, Records]) -> None:
         tamper([r for found in files.values() for r in found])
 
-    return tampering.recheck(clean, tmp_path, PLAN, every_journal)
+    return tampering.recheck(clean, tmp_path, SCENARIO, every_journal)
 
 
 def killed_and_rerun(records: Records) -> tuple[dict[str, Any], list[dict[str, Any]]]:

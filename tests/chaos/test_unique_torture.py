@@ -27,7 +27,8 @@ from tests.chaos.test_scenarios import assert_clean
 
 pytestmark = pytest.mark.slow
 
-PLAN = SCENARIOS["unique-torture"].plans["quick"]
+SCENARIO = SCENARIOS["unique-torture"]
+PLAN = SCENARIO.plans["quick"]
 RULES = 7
 """Task names of chaos.uniques: every lock phase with every strategy it allows."""
 
@@ -62,7 +63,7 @@ def clean(clean_outcome: Outcome) -> Evidence:
 
 
 def recheck(clean: Evidence, tamper: Callable[[Evidence], None]) -> Verdict:
-    return tampering.recheck_evidence(clean, PLAN, tamper)
+    return tampering.recheck_evidence(clean, SCENARIO, tamper)
 
 
 def held_until_executed(ev: Evidence, task_id: str) -> float | None:
