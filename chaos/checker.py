@@ -43,20 +43,20 @@ below, and :data:`CORE` and each ``CHECKS`` of the modules it names.
 - **P** no process exited without being killed; producers finished.
 - **J** every journal line parses (one that does not was tampered with).
 - The ``figures`` check counts what the run did (tasks, faults, duplicates).
-- **D** and **T** (:mod:`chaos.deaths`): poison tasks stop at their maximum
+- **D** and **T** (:mod:`chaos.checks.poison`): poison tasks stop at their maximum
   attempts, every death counted; healthy tasks keep their pace beside them.
-- **S** and **E** (:mod:`chaos.elections`): every periodic slot enqueued
+- **S** and **E** (:mod:`chaos.checks.election`): every periodic slot enqueued
   exactly once across scheduler failovers; failover within leader lease + one
   cycle.
-- **F** and **G** (:mod:`chaos.deliveries`): every event of the log delivered
+- **F** and **G** (:mod:`chaos.checks.follower`): every event of the log delivered
   to every event follower, in order, with no gap or duplicate across the
   followers' kills and the server's restarts.
-- **I9** (:mod:`chaos.reruns`): after a kill under skewed clocks
-  (:mod:`chaos.skews`), or a worker's host cut off, its executions run again
+- **I9** (:mod:`chaos.checks.reruns`): after a kill under skewed clocks
+  (:mod:`chaos.skew`), or a worker's host cut off, its executions run again
   elsewhere within I8's bound, measured on the monotonic clock.
-- **N** (:mod:`chaos.partitions`): no write of a cut-off worker accepted for a
+- **N** (:mod:`chaos.checks.partition`): no write of a cut-off worker accepted for a
   task run elsewhere, and it resumes work by itself.
-- **L1** to **L4** (:mod:`chaos.locks`): never two holders of a unique
+- **L1** to **L4** (:mod:`chaos.checks.unique`): never two holders of a unique
   task's lock; nothing of a rolled-back enqueue stored; each conflict strategy
   as documented; no lock outlives its task.
 """
@@ -70,8 +70,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from itertools import pairwise
 
-from chaos import deaths, deliveries, elections, locks, partitions, reruns, skews
-from chaos.deaths import poison_tasks
+from chaos.checks import election, follower, partition, poison, reruns, skew, unique
+from chaos.checks.poison import poison_tasks
 from chaos.evidence import Ack, Evidence, Execution, Life, as_seconds, owner_pid, reservations
 from chaos.verdict import Bounds, Check, Figures, Result, Verdict, Violation, compose
 from tenure.task import Status
@@ -472,12 +472,12 @@ CORE = (
 """The checks of every scenario: tenure's promise, whatever the faults."""
 EVERY = (
     *CORE,
-    *deaths.CHECKS,
-    *elections.CHECKS,
-    *deliveries.CHECKS,
+    *poison.CHECKS,
+    *election.CHECKS,
+    *follower.CHECKS,
     *reruns.CHECKS,
-    *skews.CHECKS,
-    *partitions.CHECKS,
-    *locks.CHECKS,
+    *skew.CHECKS,
+    *partition.CHECKS,
+    *unique.CHECKS,
 )
 """Every check there is, the core's and those kept beside their scenarios."""

@@ -3,7 +3,7 @@
 per :class:`Check`, and their composition, the run's :class:`Verdict`.
 
 A module of its own so that the checks kept beside their scenarios
-(:mod:`chaos.deaths`, :mod:`chaos.locks` ...) share them without importing the
+(:mod:`chaos.checks.poison`, :mod:`chaos.checks.unique` ...) share them without importing the
 checker.
 
 Checks compose as Jepsen's checkers do: each check writes into a result of its

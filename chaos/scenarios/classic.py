@@ -4,7 +4,7 @@
 sigkill-storm and pg-crash also run event followers (:mod:`chaos.follower`)
 from start to end, and SIGKILL one of them at every other worker kill and after
 every server restart: the followers' deliveries are checked against the log
-(:mod:`chaos.deliveries`) under the very faults that test the queue, at the
+(:mod:`chaos.checks.follower`) under the very faults that test the queue, at the
 cost of a few processes more rather than two more scenarios to run.
 """
 
@@ -16,8 +16,9 @@ from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
-from chaos import ChaosError, deliveries
+from chaos import ChaosError
 from chaos.checker import CORE
+from chaos.checks import follower
 from chaos.cluster import Mode, PrivateCluster
 from chaos.harness import Harness
 from chaos.journal import monotonic
@@ -196,7 +197,7 @@ CRASH = {  # producers go on until the last restart is over: counts are at most
     ),
 }
 
-FOLLOWED = (*CORE, *deliveries.CHECKS)
+FOLLOWED = (*CORE, *follower.CHECKS)
 """The checks of the scenarios that run event followers."""
 SCENARIOS = (
     Scenario("baseline", BASELINE, baseline),

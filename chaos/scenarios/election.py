@@ -5,8 +5,9 @@ be enqueued once a slot whoever leads."""
 
 from __future__ import annotations
 
-from chaos import ChaosError, elections
+from chaos import ChaosError
 from chaos.checker import CORE
+from chaos.checks import election as checks
 from chaos.election import APP
 from chaos.harness import Harness
 from chaos.scenarios.base import Context, Plan, Scenario, tasks
@@ -65,5 +66,5 @@ ELECTION = {
     ),
 }
 SCENARIO = Scenario(
-    "scheduler-election", ELECTION, election, app=APP, checks=(*CORE, *elections.CHECKS)
+    "scheduler-election", ELECTION, election, app=APP, checks=(*CORE, *checks.CHECKS)
 )

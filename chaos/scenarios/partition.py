@@ -3,7 +3,7 @@ cluster): three worker hosts, each a network namespace of its own
 (:mod:`chaos.netns`), share the work; one host in the middle of a task is cut
 off from the store for three leases, then healed. Its tasks must run elsewhere
 within lease + cycle, nothing it writes for them may be accepted, and it must
-take work again by itself (:mod:`chaos.partitions` checks it)."""
+take work again by itself (:mod:`chaos.checks.partition` checks it)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,10 @@ from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
-from chaos import ChaosError, partitions, reruns
+from chaos import ChaosError
 from chaos.checker import CORE
+from chaos.checks import partition as cut
+from chaos.checks import reruns
 from chaos.harness import Harness
 from chaos.journal import monotonic
 from chaos.netns import Network, NetworkCluster
@@ -129,5 +131,5 @@ SCENARIO = Scenario(
     partition,
     stores=("postgres",),
     target=target,
-    checks=(*CORE, *reruns.CHECKS, *partitions.CHECKS),
+    checks=(*CORE, *reruns.CHECKS, *cut.CHECKS),
 )

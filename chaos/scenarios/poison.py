@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from chaos import deaths
 from chaos.checker import CORE
+from chaos.checks import poison as checks
 from chaos.harness import Harness
 from chaos.poison import KINDS
 from chaos.scenarios.base import Context, Plan, Scenario, tasks
@@ -47,4 +47,4 @@ POISON = {
         drain=120,
     ),
 }
-SCENARIO = Scenario("poison", POISON, poison, checks=(*CORE, *deaths.CHECKS))
+SCENARIO = Scenario("poison", POISON, poison, checks=(*CORE, *checks.CHECKS))

@@ -3,11 +3,11 @@ clocks are two hours off either way, one clock jumping mid-run, then the
 scheduler (the lease supervisor) skewed, with skewed owners SIGKILLed in each
 stage so that recovery (I8, I9) is measured under every skew.
 
-libfaketime is preloaded into each skewed process (:mod:`chaos.skews`); a
+libfaketime is preloaded into each skewed process (:mod:`chaos.skew`); a
 killed worker comes back with the clock of the one it replaces. On SQLite every
 process writes its own wall clock into the store, so the kills carry no store
 time there and recovery is measured on the monotonic clock only (I9,
-:mod:`chaos.reruns`); on PostgreSQL the store's times are the server's, and I8
+:mod:`chaos.checks.reruns`); on PostgreSQL the store's times are the server's, and I8
 applies too.
 """
 
@@ -17,12 +17,14 @@ from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
-from chaos import ChaosError, reruns, skews
+from chaos import ChaosError
 from chaos.checker import CORE
+from chaos.checks import reruns
+from chaos.checks import skew as checks
 from chaos.harness import Harness, Placement
 from chaos.journal import monotonic
 from chaos.scenarios.base import Context, Plan, Scenario, found, tasks
-from chaos.skews import CLOCK, Clocks, skewed
+from chaos.skew import CLOCK, Clocks, skewed
 
 READY = 60.0
 """Seconds every worker gets to start its first task."""
@@ -130,4 +132,4 @@ start with the scenario (``workers=0``: the harness's own would run
 on the machine's clock). Tasks come slower than one worker of 8 slots takes
 them, so a task taken back is run again at once: I9 is measured up to its run
 elsewhere, with no queue to wait in."""
-SCENARIO = Scenario("clock-skew", SKEW, skew, checks=(*CORE, *skews.CHECKS, *reruns.CHECKS))
+SCENARIO = Scenario("clock-skew", SKEW, skew, checks=(*CORE, *checks.CHECKS, *reruns.CHECKS))

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 from chaos.checker import Bounds, Verdict, check
+from chaos.checks.partition import cuts
 from chaos.evidence import Ack, Evidence, Execution, gather
 from chaos.harness import Harness, Setup
 from chaos.journal import monotonic
 from chaos.netns import NetnsUnavailable, Network
-from chaos.partitions import cuts
 from chaos.scenarios import SCENARIOS, Outcome, partition
 from chaos.scenarios.base import Context
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from chaos.checker import Verdict
 from chaos.scenarios import SCENARIOS, Outcome
-from chaos.skews import LIBRARY
+from chaos.skew import LIBRARY
 
 from tests.chaos import tampering
 from tests.chaos.tampering import Records

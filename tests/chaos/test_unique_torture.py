@@ -14,11 +14,11 @@ from itertools import pairwise
 
 import pytest
 from chaos.checker import Verdict
+from chaos.checks.unique import OVERLAP, unique_tasks
 from chaos.evidence import Evidence, gather
 from chaos.journal import read_folder
-from chaos.locks import OVERLAP, unique_tasks
 from chaos.scenarios import SCENARIOS, Outcome
-from chaos.uniques import FINAL, ROLLED_BACK, rule_of
+from chaos.unique import FINAL, ROLLED_BACK, rule_of
 
 from tenure.store import open_store
 from tenure.task import Status
@@ -30,7 +30,7 @@ pytestmark = pytest.mark.slow
 SCENARIO = SCENARIOS["unique-torture"]
 PLAN = SCENARIO.plans["quick"]
 RULES = 7
-"""Task names of chaos.uniques: every lock phase with every strategy it allows."""
+"""Task names of chaos.unique: every lock phase with every strategy it allows."""
 
 
 @pytest.fixture(scope="module")

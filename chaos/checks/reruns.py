@@ -1,6 +1,6 @@
 """I9: the executions of a worker silenced by a fault that the store's clock
-cannot time, a kill under skewed clocks (:mod:`chaos.skews`) or its host cut
-off from the store (:mod:`chaos.partitions`), run again elsewhere in time,
+cannot time, a kill under skewed clocks (:mod:`chaos.skew`) or its host cut
+off from the store (:mod:`chaos.checks.partition`), run again elsewhere in time,
 measured on the monotonic clock (:data:`CHECKS`).
 
 I8 times a silenced owner's tasks on the store's clock, from the fault to each
@@ -26,9 +26,9 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from chaos.checks.partition import cuts, in_flight_at
+from chaos.checks.skew import changes
 from chaos.evidence import Evidence, Execution, owner_pid, reservations
-from chaos.partitions import cuts, in_flight_at
-from chaos.skews import changes
 from chaos.verdict import Check
 from tenure.task import Status
 

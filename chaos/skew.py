@@ -1,5 +1,5 @@
-"""Wall clocks moved on purpose, for the clock-skew scenario, and the figures
-of its clocks (:data:`CHECKS`).
+"""Wall clocks moved on purpose, for the clock-skew scenario
+(:mod:`chaos.scenarios.skew`; its checks: :mod:`chaos.checks.skew`).
 
 A skewed process runs with libfaketime preloaded into the process itself
 (``LD_PRELOAD``; never the ``faketime`` wrapper, which forks, so the harness's
@@ -14,23 +14,15 @@ process, a jump, and of every process started again in its place. Python's
 Each change of a clock is a ``phase`` of the fault log named ``clock WHO
 OFFSET`` (e.g. ``clock worker-0 -2h``): the figures list them.
 
-The executions in flight on a skewed worker that was killed are checked to
-run again elsewhere by :mod:`chaos.reruns` (I9), on the monotonic clock.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from chaos import ROOT, CannotRunHere
 from chaos.harness import Placement
-from chaos.verdict import Check
-
-if TYPE_CHECKING:
-    from chaos.evidence import Evidence
-    from chaos.verdict import Bounds, Result
 
 LIBRARY = next(
     iter(sorted(Path("/usr/lib").glob("*/faketime/libfaketime.so.1"))),
@@ -87,16 +79,3 @@ def skewed(pid: int) -> bool:
         return "libfaketime" in Path(f"/proc/{pid}/maps").read_text()
     except OSError:
         return False
-
-
-def clocks(ev: Evidence, _: Bounds, out: Result) -> None:
-    """The clock changes of the run, for its figures."""
-    out.figures.clocks = [name.removeprefix(CLOCK) for name, _ in changes(ev)]
-
-
-def changes(ev: Evidence) -> list[tuple[str, float]]:
-    """(name, mono) of each ``phase`` that changed a clock."""
-    return [(name, at) for name, at in ev.phases if name.startswith(CLOCK)]
-
-
-CHECKS = (Check("clocks", (), clocks),)

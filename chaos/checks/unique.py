@@ -1,5 +1,5 @@
 """The unique-torture scenario's checks (:data:`CHECKS`),
-over the unique tasks of :mod:`chaos.uniques`, from the store's tasks and its
+over the unique tasks of :mod:`chaos.unique`, from the store's tasks and its
 event log (the log's order is the order the transitions committed in, and each
 lock is taken and given up in the same transaction as the transition that
 begins or ends its phase).
@@ -13,7 +13,7 @@ begins or ends its phase).
   transition, except a start its unique rule settled in the same statement
   (a *settled start*: the lock was held, so it never ran).
 - **L2** a task enqueued inside a transaction that was rolled back (ids
-  :data:`~chaos.uniques.ROLLED_BACK`…) is nowhere in the store or its log.
+  :data:`~chaos.unique.ROLLED_BACK`…) is nowhere in the store or its log.
 - **L3** each conflict strategy behaves as documented: only a
   ``while_executing`` task's start is ever settled; ``reschedule`` sends it
   back to pending with its attempt given back; ``reject`` cancels it and
@@ -21,7 +21,7 @@ begins or ends its phase).
   failed), both with a ``UniqueConflict`` error; a task to reschedule never
   ends with that error (it may still fail: a death counts as an attempt).
 - **L4** no lock outlives its task: after the drain, a task of every name and
-  key (ids :data:`~chaos.uniques.FINAL`…) was enqueued once more, and each
+  key (ids :data:`~chaos.unique.FINAL`…) was enqueued once more, and each
   was stored and ran to done: none was refused by a lock left behind.
 
 A settled start is written as a transition into running, which the other
@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 
 from chaos.evidence import Evidence
 from chaos.evidence import settled as settled_starts
-from chaos.uniques import FINAL, ROLLED_BACK, rule_of
+from chaos.unique import FINAL, ROLLED_BACK, rule_of
 from chaos.verdict import Check
 from tenure.store.types import Event
 from tenure.task import Status, Task

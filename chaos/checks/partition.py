@@ -3,7 +3,7 @@
 The scenario writes each cut as a ``phase`` of the fault log named ``cut PID``
 and its end as ``heal PID`` (PID: the worker of the host cut off). That every
 execution in flight on the cut-off worker at the cut runs again elsewhere in
-time is I9's (:mod:`chaos.reruns`).
+time is I9's (:mod:`chaos.checks.reruns`).
 
 - **N** fencing across the partition: no ending of the cut-off worker is
   accepted while it is cut off (from ``bounds.slack`` after the cut), and none
