@@ -3,8 +3,7 @@
 per :class:`Check`, and their composition, the run's :class:`Verdict`.
 
 A module of its own so that the checks kept beside their scenarios
-(:mod:`chaos.checks.poison`, :mod:`chaos.checks.unique` ...) share them without importing the
-checker.
+(:mod:`chaos.checks`) share them without importing the checker.
 
 Checks compose as Jepsen's checkers do: each check writes into a result of its
 own, and a check that raises reads ``unknown`` (its exception kept as the
