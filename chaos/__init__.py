@@ -12,23 +12,33 @@ down and what the store holds, and names each broken promise.
 Like ``benchmarks/``, it lives beside the package, never in the wheel: it is for
 the people who work on tenure.
 
+A scenario lives in three places of one name, by what each part is for:
+:mod:`chaos.scenarios` ``.NAME`` is the scenario (its plans, what it injects,
+its App, target, checks and figures: a
+:class:`~chaos.scenarios.base.Scenario`), :mod:`chaos.checks` ``.NAME`` the
+checks kept for it, and ``chaos.NAME``, where it has one, what its processes
+run or are placed in (``poison``, ``election``, ``unique``, ``skew``).
+
 - :mod:`chaos.journal`: the append-only journals every process writes;
 - :mod:`chaos.probe`: the task the workers run, which journals each attempt;
 - :mod:`chaos.producers`: processes that enqueue and journal what returned;
 - :mod:`chaos.harness`: starts, faults, restarts and drains the processes;
+  it also stands several scheduler candidates and runs workers on the
+  process pool;
 - :mod:`chaos.cluster`: a private PostgreSQL 15 cluster to crash;
 - :mod:`chaos.poison`: tasks that kill or wedge their process;
 - :mod:`chaos.election`: the App whose periodic task the schedulers enqueue;
-- :mod:`chaos.harness`'s :class:`~chaos.harness.Harness` also stands several
-  scheduler candidates and runs workers on the process pool;
+- :mod:`chaos.unique`: the unique tasks, one per lock phase and strategy;
+- :mod:`chaos.skew`: wall clocks moved on purpose (libfaketime);
 - :mod:`chaos.follower`: an event follower that journals what it is given;
 - :mod:`chaos.netns`: network namespaces to cut a worker's host off;
 - :mod:`chaos.sessions`: the PostgreSQL sessions to terminate, by process;
-- :mod:`chaos.uniques`: the unique tasks, one per lock phase and strategy;
-- :mod:`chaos.checker`: the invariants I1-I8 and the figures (:mod:`chaos.verdict`),
-  with the checks kept beside their scenarios: :mod:`chaos.deaths` (poison),
-  :mod:`chaos.elections`, :mod:`chaos.deliveries` (followers),
-  :mod:`chaos.skews`, :mod:`chaos.partitions` and :mod:`chaos.locks`;
+- :mod:`chaos.evidence`: what the checker reads, gathered after the drain;
+- :mod:`chaos.verdict`: how checks answer and compose (a check that raises
+  reads ``unknown``, the others still count);
+- :mod:`chaos.checker`: the core checks, I1-I8 and the rest every scenario is
+  held to, each a check of its own, and the figures;
+- :mod:`chaos.checks`: the checks kept beside their scenarios;
 - :mod:`chaos.scenarios`: the scenarios and their profiles.
 """
 

@@ -1,7 +1,8 @@
 """``python -m chaos`` (what ``make chaos`` runs): every scenario on every store,
-one figure line each; exit code 1 if any invariant was violated or a scenario
-could not be run (one this machine cannot run, for want of root or a program,
-is said in one line and skipped).
+one figure line each; exit code 1 if any invariant was violated, a check could
+not say (it raised: ``unknown``) or a scenario could not be run (one this
+machine cannot run, for want of root or a program, is said in one line and
+skipped).
 
     python -m chaos [--quick] [--stores sqlite,postgres] [--only NAME[,NAME]]
                     [--postgres URL] [--keep]
@@ -105,7 +106,7 @@ def run_one(name: str, store: str, profile: Profile, args: argparse.Namespace) -
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
-    if not outcome.verdict.violations and not args.keep:
+    if outcome.verdict.valid is True and not args.keep:
         shutil.rmtree(folder, ignore_errors=True)
     return outcome
 
@@ -131,9 +132,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(outcome.line(), flush=True)
             for violation in outcome.verdict.violations[:SHOWN_VIOLATIONS]:
                 print(f"  {violation}")
-            if outcome.verdict.violations or args.keep:
+            for check, error in outcome.verdict.unknown.items():
+                print(f"  check {check} raised: {error}")
+            passed = outcome.verdict.valid is True
+            if not passed or args.keep:
                 print(f"  journals and logs: {outcome.folder}")
-            failed = failed or bool(outcome.verdict.violations)
+            failed = failed or not passed
     return 1 if failed else 0
 
 

@@ -2,6 +2,11 @@
 tenure's promise, one invariant at a time (see :mod:`chaos.evidence` for what
 is read). Each violation names its invariant, its task and what was seen.
 
+Each invariant is a :class:`~chaos.verdict.Check` of its own, which answers
+with its own result: one that raises reads ``unknown`` and the others still
+count (:func:`~chaos.verdict.compose`). A code names one check: the table
+below, and :data:`CORE` and each ``CHECKS`` of the modules it names.
+
 - **I1** every task in the store is done, failed or cancelled; the drain ended
   before its deadline; every execution (probe ``start``) has an ``end`` or
   ``abandon``, unless its process was killed.
@@ -37,40 +42,38 @@ is read). Each violation names its invariant, its task and what was seen.
   every worker listens again, within ``server_recovery`` seconds.
 - **P** no process exited without being killed; producers finished.
 - **J** every journal line parses (one that does not was tampered with).
-- **D** and **T** (:mod:`chaos.deaths`): poison tasks stop at their maximum
+- The ``figures`` check counts what the run did (tasks, faults, duplicates).
+- **D** and **T** (:mod:`chaos.checks.poison`): poison tasks stop at their maximum
   attempts, every death counted; healthy tasks keep their pace beside them.
-- **S** and **E** (:mod:`chaos.elections`): every periodic slot enqueued
+- **S** and **E** (:mod:`chaos.checks.election`): every periodic slot enqueued
   exactly once across scheduler failovers; failover within leader lease + one
   cycle.
-- **F** and **G** (:mod:`chaos.deliveries`): every event of the log delivered
+- **F** and **G** (:mod:`chaos.checks.follower`): every event of the log delivered
   to every event follower, in order, with no gap or duplicate across the
   followers' kills and the server's restarts.
-- **I8** on the monotonic clock (:mod:`chaos.skews`, :mod:`chaos.partitions`):
-  after a kill under skewed clocks, or a worker's host cut off, its executions
-  run again elsewhere within the same bound; **N** no write of a cut-off worker
-  accepted for a task run elsewhere, and it resumes work by itself.
-- **L1** to **L4** (:mod:`chaos.locks`): never two holders of a unique
+- **I9** (:mod:`chaos.checks.reruns`): after a kill under skewed clocks
+  (:mod:`chaos.skew`), or a worker's host cut off, its executions run again
+  elsewhere within I8's bound, measured on the monotonic clock.
+- **N** (:mod:`chaos.checks.partition`): no write of a cut-off worker accepted for a
+  task run elsewhere, and it resumes work by itself.
+- **L1** to **L4** (:mod:`chaos.checks.unique`): never two holders of a unique
   task's lock; nothing of a rolled-back enqueue stored; each conflict strategy
   as documented; no lock outlives its task.
 """
 
 from __future__ import annotations
 
-__all__ = ["Bounds", "Figures", "Verdict", "Violation", "check"]
+__all__ = ["CORE", "EVERY", "Bounds", "Figures", "Verdict", "Violation", "check"]
 
 import math
 from collections import defaultdict
 from collections.abc import Iterable
 from itertools import pairwise
 
-from chaos.deaths import deaths, poison_tasks, throughput
-from chaos.deliveries import deliveries
-from chaos.elections import failovers, slots
+from chaos.checks import election, follower, partition, poison, reruns, skew, unique
+from chaos.checks.poison import poison_tasks
 from chaos.evidence import Ack, Evidence, Execution, Life, as_seconds, owner_pid, reservations
-from chaos.locks import locks
-from chaos.partitions import partitions
-from chaos.skews import clocks
-from chaos.verdict import Bounds, Figures, Verdict, Violation
+from chaos.verdict import Bounds, Check, Figures, Result, Verdict, Violation, compose
 from tenure.task import Status
 
 STORE_SLACK = 1.0
@@ -78,18 +81,13 @@ STORE_SLACK = 1.0
 ENDED_AS = {"succeeded": Status.DONE, "retrying": Status.PENDING, "failed": Status.FAILED}
 
 
-def check(evidence: Evidence, bounds: Bounds) -> Verdict:
-    """Every invariant over ``evidence``; the figures of the run."""
-    verdict = Verdict()
-    steps = (_i1, _i2, _i3, _i4, _i5, _i6, _i7, _i8, _zombies, _servers, _processes)
-    extra = (deaths, throughput, slots, failovers, deliveries, clocks, partitions, locks)
-    for step in (*steps, *extra):
-        step(evidence, bounds, verdict)
-    _figures(evidence, verdict.figures)
-    return verdict
+def check(evidence: Evidence, bounds: Bounds, checks: Iterable[Check] | None = None) -> Verdict:
+    """Every check of ``checks`` (default: :data:`EVERY`) over ``evidence``,
+    each on its own: the run's verdict and figures."""
+    return compose(EVERY if checks is None else checks, evidence, bounds)
 
 
-def _i1(ev: Evidence, _: Bounds, out: Verdict) -> None:
+def _i1(ev: Evidence, _: Bounds, out: Result) -> None:
     if not ev.drained:
         out.add("I1", None, "the queue did not drain before the deadline")
     for task in ev.tasks.values():
@@ -112,7 +110,7 @@ def _given_up(ev: Evidence, run: Execution) -> bool:
     return any(r.token > run.token and r.start > run.start for r in ev.executions.get(run.task, []))
 
 
-def _i2(ev: Evidence, _: Bounds, out: Verdict) -> None:
+def _i2(ev: Evidence, _: Bounds, out: Result) -> None:
     for task_id in ev.enqueued.keys() - ev.tasks.keys():
         out.add("I2", task_id, "its enqueue returned, but the store has no such task")
         out.figures.lost += 1
@@ -133,7 +131,7 @@ def _i2(ev: Evidence, _: Bounds, out: Verdict) -> None:
         out.add("I2", task_id, "executed, but the store has no such task")
 
 
-def _i3(ev: Evidence, _: Bounds, out: Verdict) -> None:
+def _i3(ev: Evidence, _: Bounds, out: Result) -> None:
     successes = _acks_by_task(ev, "succeeded")
     for task in ev.tasks.values():
         done = sum(1 for e in ev.events.get(task.id, []) if e.to_status is Status.DONE)
@@ -169,12 +167,13 @@ def _i3(ev: Evidence, _: Bounds, out: Verdict) -> None:
                 )
 
 
-def _i4(ev: Evidence, _: Bounds, out: Verdict) -> None:
-    poisoned = poison_tasks(ev)  # no probe runs them: D checks their attempts
+def _i4(ev: Evidence, _: Bounds, out: Result) -> None:
+    poisoned = poison_tasks(ev)  # no probe runs them: their own journal tells
     for task in ev.tasks.values():
         if task.attempts > task.max_attempts:
             out.add("I4", task.id, f"{task.attempts} attempts of at most {task.max_attempts}")
         if task.id in poisoned:
+            _poison_never_begun(ev, task.id, task.max_attempts, out)
             continue
         runs = ev.executions.get(task.id, [])
         granted = reservations(ev.events.get(task.id, []))
@@ -203,6 +202,16 @@ def _i4(ev: Evidence, _: Bounds, out: Verdict) -> None:
                 )
 
 
+def _poison_never_begun(ev: Evidence, task_id: str, most: int, out: Result) -> None:
+    """Each attempt of a poison task granted and never begun (lost before its
+    body ran), when its journal is otherwise sound (else D names it)."""
+    wanted = set(range(1, most + 1))
+    begun = [a.attempt for a in ev.poison.get(task_id, [])]
+    if len(set(begun)) == len(begun) and set(begun) <= wanted:
+        for attempt in sorted(wanted - set(begun)):
+            out.add("I4", task_id, f"attempt {attempt} was granted and never started")
+
+
 def _lost_to_a_fault(ev: Evidence, owner: str | None, at: float) -> bool:
     """Whether the owner of a reservation at store time ``at`` was killed or
     paused after it, exited, or the server restarted."""
@@ -219,7 +228,7 @@ def _lost_to_a_fault(ev: Evidence, owner: str | None, at: float) -> bool:
     return False
 
 
-def _i5(ev: Evidence, bounds: Bounds, out: Verdict) -> None:
+def _i5(ev: Evidence, bounds: Bounds, out: Result) -> None:
     for task_id, runs in ev.executions.items():
         for index, older in enumerate(runs):
             life = ev.life_of(older.pid, older.start)
@@ -270,7 +279,7 @@ def _end(ev: Evidence, run: Execution) -> float:
     return life.killed if life is not None and life.killed is not None else math.inf
 
 
-def _i6(ev: Evidence, _: Bounds, out: Verdict) -> None:
+def _i6(ev: Evidence, _: Bounds, out: Result) -> None:
     for ack in ev.acks:
         runs = ev.executions.get(ack.task, [])
         mine = next((r for r in runs if r.token == ack.token), None)
@@ -293,7 +302,7 @@ def _i6(ev: Evidence, _: Bounds, out: Verdict) -> None:
             out.add("I6", task.id, f"done under token {task.lease_token}, older than one started")
 
 
-def _i7(ev: Evidence, _: Bounds, out: Verdict) -> None:
+def _i7(ev: Evidence, _: Bounds, out: Result) -> None:
     for task in ev.tasks.values():
         # An enqueue in doubt (it raised, yet committed) has no priority on
         # record: its first reservation's is the ceiling, never its final one.
@@ -310,7 +319,7 @@ def _i7(ev: Evidence, _: Bounds, out: Verdict) -> None:
             out.add("I7", task.id, f"priority rose from {ceiling} to {task.priority} in the store")
 
 
-def _i8(ev: Evidence, bounds: Bounds, out: Verdict) -> None:
+def _i8(ev: Evidence, bounds: Bounds, out: Result) -> None:
     held_by: dict[int | None, set[str]] = defaultdict(set)
     for task_id, events in ev.events.items():
         for event in reservations(events):
@@ -347,7 +356,7 @@ def _silenced(ev: Evidence, bounds: Bounds) -> list[tuple[int, float]]:
     return [(pid, at) for pid, at in found if at is not None]
 
 
-def _zombies(ev: Evidence, bounds: Bounds, out: Verdict) -> None:
+def _zombies(ev: Evidence, bounds: Bounds, out: Result) -> None:
     tokens_acked = {(a.task, a.token) for a in ev.acks}
     for run in _all(ev):
         life = ev.life_of(run.pid, run.start)
@@ -373,7 +382,7 @@ def _zombies(ev: Evidence, bounds: Bounds, out: Verdict) -> None:
                 )
 
 
-def _servers(ev: Evidence, bounds: Bounds, out: Verdict) -> None:
+def _servers(ev: Evidence, bounds: Bounds, out: Result) -> None:
     starts: dict[int, list[float]] = defaultdict(list)
     for run in _all(ev):
         starts[run.pid].append(run.start)
@@ -401,18 +410,22 @@ def _servers(ev: Evidence, bounds: Bounds, out: Verdict) -> None:
         out.figures.listen.append(math.inf if after is None else after)
 
 
-def _processes(ev: Evidence, _: Bounds, out: Verdict) -> None:
+def _processes(ev: Evidence, _: Bounds, out: Result) -> None:
     for life in ev.lives:
         if life.exited is not None:
             out.add("P", None, f"{life.role} pid {life.pid} exited by itself ({life.exited})")
     for code in ev.producer_codes:
         if code != 0:
             out.add("P", None, f"a producer failed (exit code {code})")
+
+
+def _journals(ev: Evidence, _: Bounds, out: Result) -> None:
     if ev.unreadable:
         out.add("J", None, f"{ev.unreadable} journal lines do not parse")
 
 
-def _figures(ev: Evidence, figures: Figures) -> None:
+def _figures(ev: Evidence, _: Bounds, out: Result) -> None:
+    figures = out.figures
     figures.tasks = len(ev.enqueued)
     figures.stored = len(ev.tasks)
     figures.kills = sum(
@@ -439,3 +452,32 @@ def _acks_by_task(ev: Evidence, kind: str) -> dict[str, list[Ack]]:
         if ack.kind == kind:
             found[ack.task].append(ack)
     return found
+
+
+CORE = (
+    Check("finished", ("I1",), _i1),
+    Check("durable", ("I2",), _i2),
+    Check("one-ending", ("I3",), _i3),
+    Check("attempts", ("I4",), _i4),
+    Check("no-overlap", ("I5",), _i5),
+    Check("fenced", ("I6",), _i6),
+    Check("priority", ("I7",), _i7),
+    Check("recovery", ("I8",), _i8),
+    Check("zombies", ("Z",), _zombies),
+    Check("servers", ("R",), _servers),
+    Check("processes", ("P",), _processes),
+    Check("journals", ("J",), _journals),
+    Check("figures", (), _figures),
+)
+"""The checks of every scenario: tenure's promise, whatever the faults."""
+EVERY = (
+    *CORE,
+    *poison.CHECKS,
+    *election.CHECKS,
+    *follower.CHECKS,
+    *reruns.CHECKS,
+    *skew.CHECKS,
+    *partition.CHECKS,
+    *unique.CHECKS,
+)
+"""Every check there is, the core's and those kept beside their scenarios."""

@@ -128,7 +128,7 @@ def catch_up(harness: Harness, timeout: float) -> bool:
     """Wait until every live follower has begun and every slot has journaled
     the newest event of the log (after the drain: nothing new comes); False
     after ``timeout``."""
-    folder, slots = harness.setup.journals, harness.setup.followers
+    folder, slots = harness.setup.journals, harness.setup.processes.followers
     tail, resumed = Tail(folder, prefix=PREFIX), set[object]()
 
     def caught_up() -> bool:

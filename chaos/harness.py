@@ -47,31 +47,43 @@ a build that cannot start a worker must not spin."""
 FINISHED = (Status.DONE, Status.FAILED, Status.CANCELLED)
 
 
-@dataclass(frozen=True, slots=True)
-class Setup:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Processes:
     """How a scenario's processes run: ``workers`` workers of ``concurrency``
-    slots on ``url``, leases of ``lease`` seconds, the scheduler's cycle every
-    ``cycle`` seconds, workers looking for work every ``poll`` seconds when
-    idle. ``app`` is the App the workers load (the probe's, or a broken build);
-    ``env``, more environment for every process; ``pool``, where the workers
-    run task bodies (``processes``: a child process each, which a task may kill);
-    ``schedulers``, how many scheduler candidates stand, with leader leases of
-    ``leader_lease`` seconds."""
+    slots, leases of ``lease`` seconds, the scheduler's cycle every ``cycle``
+    seconds, workers looking for work every ``poll`` seconds when idle;
+    ``pool``, where the workers run task bodies (``processes``: a child
+    process each, which a task may kill); ``schedulers``, how many scheduler
+    candidates stand, with leader leases of ``leader_lease`` seconds.
 
-    url: str
-    folder: Path
+    The one place these numbers are written: a scenario's plan is made of
+    them, the harness starts its processes by them, and the checker's time
+    bounds derive from them."""
+
     workers: int = 4
     concurrency: int = 4
     lease: float = 2.0
     cycle: float = 0.5
     poll: float = 0.1
-    app: str = APP
-    env: tuple[tuple[str, str], ...] = ()
     pool: str = "threads"
     schedulers: int = 1
     leader_lease: float = 10.0
     followers: int = 0
     """Event followers (:mod:`chaos.follower`) started beside the workers."""
+
+
+@dataclass(frozen=True, slots=True)
+class Setup:
+    """Where and how a scenario's processes run: on the store at ``url``, with
+    their journals and logs in ``folder``, as ``processes`` says. ``app`` is
+    the App the workers load (the probe's, or a broken build); ``env``, more
+    environment for every process."""
+
+    url: str
+    folder: Path
+    processes: Processes = Processes()
+    app: str = APP
+    env: tuple[tuple[str, str], ...] = ()
 
     @property
     def journals(self) -> Path:
@@ -161,11 +173,12 @@ class Harness:
 
     def start(self, ready_timeout: float = 60.0) -> None:
         """The scheduler and the workers, once each is registered in the store."""
-        for _ in range(self.setup.schedulers):
+        every = self.setup.processes
+        for _ in range(every.schedulers):
             self._spawn("scheduler")
-        for _ in range(self.setup.workers):
+        for _ in range(every.workers):
             self._spawn("worker")
-        for _ in range(self.setup.followers):
+        for _ in range(every.followers):
             self._spawn("follower")
         self._monitor.start()
         self.wait_for(
@@ -174,17 +187,17 @@ class Harness:
         self.wait_for(self._scheduler_leads, "the scheduler elected", 30)
 
     def _argv(self, role: str) -> list[str]:
-        s = self.setup
+        s, p = self.setup, self.setup.processes
         tenure = [sys.executable, "-m", "tenure", role, "--app", s.app, "--url", s.url]
         tenure += ["--log-level", "WARNING"]
         if role == "follower":
             return [sys.executable, "-m", "chaos.follower", s.url]
         if role == "scheduler":
-            return [*tenure, f"--interval={s.cycle}", f"--leader-lease={s.leader_lease}"]
-        options = {"--lease": s.lease, "--poll": s.poll, "--concurrency": s.concurrency}
+            return [*tenure, f"--interval={p.cycle}", f"--leader-lease={p.leader_lease}"]
+        options = {"--lease": p.lease, "--poll": p.poll, "--concurrency": p.concurrency}
         options["--grace"] = GRACE
         given = [f"{k}={v}" for k, v in options.items()]
-        return [*tenure, "--no-scheduler", f"--pool={s.pool}", *given]
+        return [*tenure, "--no-scheduler", f"--pool={p.pool}", *given]
 
     def spawn(self, role: str, placement: Placement) -> int:
         """Start one more process of ``role`` (worker, scheduler) at ``placement``; its pid."""

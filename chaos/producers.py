@@ -13,7 +13,7 @@ deadline passes (exit code 1). A producer may be told to stop early: the file
 
 A workload with ``keys`` makes a unique-task producer instead
 (:func:`produce_unique`): one enqueue at a time of a unique task of
-:mod:`chaos.uniques`, its rule and key drawn at random, each outcome journaled
+:mod:`chaos.unique`, its rule and key drawn at random, each outcome journaled
 (stored, rejected, raised, rolled back), a share of them inside a transaction
 of its own that it rolls back.
 """
@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from chaos import uniques
+from chaos import unique
 from chaos.journal import monotonic, of_process
 from chaos.probe import MAX_ATTEMPTS, app, poison_task, task
 from tenure.errors import TenureError, UniqueConflict
@@ -62,7 +62,7 @@ class Workload:
     poison: tuple[str, ...] = ()
     """If given, poison tasks (:mod:`chaos.poison`) instead, of these kinds in turn."""
     keys: int = 0
-    """If given, unique tasks (:mod:`chaos.uniques`) instead, one at a time, of
+    """If given, unique tasks (:mod:`chaos.unique`) instead, one at a time, of
     a rule and a key (of ``keys``) drawn at random."""
     rollback: float = 0.0
     """The share of unique tasks enqueued inside a transaction then rolled back."""
@@ -133,7 +133,7 @@ def produce_unique(url: str, workload: Workload) -> int:
     lock was held: no task), ``enq-raised`` (UniqueConflict to the caller),
     ``rolled-back`` (enqueued in a transaction then rolled back) or
     ``enq-error``. 0 once done, 1 past the deadline."""
-    uniques.app.use(url)
+    unique.app.use(url)
     journal = of_process("producer")
     rng = random.Random(workload.seed)
     began = monotonic()
@@ -143,11 +143,11 @@ def produce_unique(url: str, workload: Workload) -> int:
             return 1
         if workload.rate:
             threading.Event().wait(max(0.0, began + number / workload.rate - monotonic()))
-        name = rng.choice(sorted(uniques.tasks))
+        name = rng.choice(sorted(unique.tasks))
         key, duration = rng.randrange(workload.keys), round(rng.uniform(*workload.durations), 3)
-        function = uniques.tasks[name]
+        function = unique.tasks[name]
         if rng.random() < workload.rollback:
-            task_id = f"{uniques.ROLLED_BACK}{workload.seed}-{number}"
+            task_id = f"{unique.ROLLED_BACK}{workload.seed}-{number}"
             error = rolled_back(url, function.options(id=task_id), key, duration)
             journal.write("rolled-back", id=task_id, name=name, key=key, error=error)
             continue
@@ -163,11 +163,11 @@ def produce_unique(url: str, workload: Workload) -> int:
                 journal.write("enq-rejected", name=name, key=key, holder=holder)
             else:
                 journal.write("enq", ids=[handle.id], priority=0)
-    uniques.app.close()
+    unique.app.close()
     return 0
 
 
-def rolled_back(url: str, function: uniques.Held, key: int, duration: float) -> str | None:
+def rolled_back(url: str, function: unique.Held, key: int, duration: float) -> str | None:
     """Enqueue in a transaction of our own on the store's database, then roll
     it back; the error the enqueue raised, if it did."""
     error: str | None = None

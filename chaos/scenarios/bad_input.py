@@ -14,7 +14,7 @@ which they are cancelled so the queue can drain. The workers must go on
 draining meanwhile (the checker's I1 and P).
 
 Each call is written to the harness's fault log (``bad-input``: what, how it
-ended, the error type); :func:`summary` turns them into the line's figures.
+ended, the error type); :func:`figures` turns them into the line's figures.
 A run with any problem ends with :class:`~chaos.ChaosError` naming them.
 """
 
@@ -33,7 +33,8 @@ from chaos import ChaosError
 from chaos.harness import Harness
 from chaos.journal import read_folder
 from chaos.probe import Probe, declare
-from chaos.scenarios.base import Context, Plan, tasks
+from chaos.scenarios.base import Context, Plan, Scenario, tasks
+from chaos.verdict import Figures
 from tenure.clock import utcnow
 from tenure.errors import TenureError
 from tenure.store import NewTask, Store, TaskFilter
@@ -44,13 +45,14 @@ __all__ = [
     "HUGE",
     "LITERAL_TOPICS",
     "QUIET",
+    "SCENARIO",
     "Bad",
     "attempt",
     "bad_calls",
     "bad_input",
+    "figures",
     "literal_topics",
     "quiet_state",
-    "summary",
 ]
 
 QUIET = "chaos-quiet"
@@ -326,7 +328,7 @@ def bad_input(harness: Harness, context: Context) -> None:
         raise ChaosError(f"{len(problems)} bad inputs misbehaved: " + "; ".join(problems[:5]))
 
 
-def _figures(journals: Path) -> str:
+def figures(journals: Path, _: Figures) -> str:
     """The line's figures: bad calls made, refused with a tenure error, and not."""
     calls = list(read_folder(journals).of_kind("bad-input"))
     refused = sum(1 for r in calls if r.get("ended") == "refused" and not r.get("changed"))
@@ -355,8 +357,4 @@ BAD_INPUT = {
         drain=120,
     ),
 }
-
-
-def summary(journals: Path) -> str:
-    """The line's figures of the run whose journals are in ``journals``."""
-    return _figures(journals)
+SCENARIO = Scenario("bad-input", BAD_INPUT, bad_input, figures=figures)

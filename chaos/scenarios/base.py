@@ -1,17 +1,24 @@
-"""What every scenario is made of: its :class:`Plan` per profile, the
-:class:`Context` its injection runs in, and the helpers injections share."""
+"""What every scenario is made of: a :class:`Scenario` carries its
+:class:`Plan` per profile, its injection (run in a :class:`Context`), the App
+its processes load, its target, its checks and its own figures; and the
+helpers injections share."""
 
 from __future__ import annotations
 
 import random
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Literal
 
+from chaos import ChaosError
+from chaos.checker import CORE
 from chaos.cluster import PrivateCluster
-from chaos.harness import Harness
+from chaos.harness import APP, Harness, Processes
 from chaos.producers import Workload
+from chaos.verdict import Check, Figures
 
 Profile = Literal["full", "quick"]
 STORES = ("sqlite", "postgres")
@@ -20,29 +27,18 @@ SHORT = (0.05, 0.3)
 """Durations of the short tasks that run around a scenario's faults."""
 
 
-@dataclass(frozen=True, slots=True)
-class Plan:
-    """A scenario's numbers in one profile: its processes, what the producers
-    enqueue, how many faults (per kind) come how often, and the time settings."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Plan(Processes):
+    """A scenario's numbers in one profile: how its processes run (the fields
+    of :class:`~chaos.harness.Processes`), what the producers enqueue, how many
+    faults (per kind) come how often, and how long the drain may take."""
 
-    workers: int
-    concurrency: int
     workloads: tuple[Workload, ...]
     faults: int = 0
     every: tuple[float, float] = (2.0, 5.0)
-    lease: float = 2.0
-    cycle: float = 0.5
-    poll: float = 0.1
     drain: float = 600.0
-    pool: str = "threads"
     phase: tuple[Workload, ...] = ()
     """A first phase (baseline), drained before ``workloads`` come."""
-    schedulers: int = 1
-    leader_lease: float = 10.0
-    app: str | None = None
-    """The App the workers and schedulers load, if not the probe's."""
-    followers: int = 0
-    """Event followers following the log throughout (:mod:`chaos.follower`)."""
 
 
 @dataclass(slots=True)
@@ -63,14 +59,48 @@ class Context:
 
 
 Inject = Callable[[Harness, Context], None]
+Target = Callable[
+    [str, Path, str | None], AbstractContextManager[tuple[str, PrivateCluster | None]]
+]
+"""(store, folder, url) → while open: the store's URL, and the private cluster
+it lives on, if the scenario made one."""
+OwnFigures = Callable[[Path, Figures], str]
+"""(journals, the checks' figures) → the scenario's own, for the end of its line."""
+
+
+@contextmanager
+def own_store(store: str, folder: Path, url: str | None) -> Iterator[tuple[str, None]]:
+    """The usual target: on SQLite a file in ``folder``; on PostgreSQL the
+    empty database at ``url``."""
+    if store == "sqlite":
+        yield f"sqlite:///{folder.resolve() / 'chaos.db'}", None
+    elif url is None:
+        raise ChaosError("on PostgreSQL, a scenario needs the URL of an empty database")
+    else:
+        yield url, None
+
+
+def no_figures(_: Path, __: Figures) -> str:
+    return ""
 
 
 @dataclass(frozen=True, slots=True)
 class Scenario:
+    """One scenario, whole: its name, its plan per profile and what it injects;
+    the stores it runs on, the App its processes load (``app``), what it runs
+    against (``target``: the store, or a cluster or a disk of its own), the
+    checks its run is held to, and its own figures (read from its journals
+    while they exist: a clean run's folder may be removed before its line is
+    printed)."""
+
     name: str
-    stores: tuple[str, ...]
     plans: dict[str, Plan]
     inject: Inject
+    stores: tuple[str, ...] = STORES
+    app: str = APP
+    target: Target = own_store
+    checks: tuple[Check, ...] = CORE
+    figures: OwnFigures = no_figures
 
 
 def tasks(count: int, seed: int, **more: Any) -> Workload:

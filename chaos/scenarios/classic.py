@@ -4,20 +4,25 @@
 sigkill-storm and pg-crash also run event followers (:mod:`chaos.follower`)
 from start to end, and SIGKILL one of them at every other worker kill and after
 every server restart: the followers' deliveries are checked against the log
-(:mod:`chaos.deliveries`) under the very faults that test the queue, at the
+(:mod:`chaos.checks.follower`) under the very faults that test the queue, at the
 cost of a few processes more rather than two more scenarios to run.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
+from pathlib import Path
 
 from chaos import ChaosError
+from chaos.checker import CORE
+from chaos.checks import follower
 from chaos.cluster import Mode, PrivateCluster
 from chaos.harness import Harness
 from chaos.journal import monotonic
-from chaos.scenarios.base import SHORT, Context, Plan, found, tasks
+from chaos.scenarios.base import SHORT, Context, Plan, Scenario, found, tasks
 
 
 def baseline(harness: Harness, context: Context) -> None:
@@ -73,6 +78,13 @@ def crash(harness: Harness, context: Context) -> None:
             _kill_a_follower(harness, context)
     finally:
         stop.touch()
+
+
+@contextmanager
+def private_cluster(_: str, __: Path, ___: str | None) -> Iterator[tuple[str, PrivateCluster]]:
+    """pg-crash's target: a private cluster of its own, to crash."""
+    with PrivateCluster() as cluster:
+        yield cluster.create_database("tenure_chaos"), cluster
 
 
 def _restart(harness: Harness, cluster: PrivateCluster, mode: Mode) -> None:
@@ -184,3 +196,14 @@ CRASH = {  # producers go on until the last restart is over: counts are at most
         followers=2,
     ),
 }
+
+FOLLOWED = (*CORE, *follower.CHECKS)
+"""The checks of the scenarios that run event followers."""
+SCENARIOS = (
+    Scenario("baseline", BASELINE, baseline),
+    Scenario("sigkill-storm", STORM, storm, checks=FOLLOWED),
+    Scenario("zombie", ZOMBIE, zombie),
+    Scenario(
+        "pg-crash", CRASH, crash, stores=("postgres",), target=private_cluster, checks=FOLLOWED
+    ),
+)

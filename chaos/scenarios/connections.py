@@ -27,8 +27,9 @@ from typing import Any
 from chaos import ChaosError
 from chaos.harness import Harness
 from chaos.journal import monotonic
-from chaos.scenarios.base import SHORT, Context, Plan, tasks
+from chaos.scenarios.base import SHORT, Context, Plan, Scenario, tasks
 from chaos.sessions import Session, ports, sessions, summary, terminate
+from chaos.verdict import Figures
 
 BURST = 0.6
 """Seconds each burst of terminations lasts."""
@@ -113,7 +114,7 @@ def _recovered(harness: Harness, conn: Any, since: float) -> None:
 
     ok = harness.wait_for(back, "every worker back at work", RECOVERY, fail=False)
     harness.faults.write("listening", after=monotonic() - since if ok else None)
-    if harness.setup.workers and not harness.workers():
+    if harness.setup.processes.workers and not harness.workers():
         raise ChaosError("no worker left alive after a burst of terminations")
 
 
@@ -136,11 +137,12 @@ CONNECTIONS = {  # producers go on until the last burst is over: counts are at m
 }
 
 
-def figures(journals: Path, unacknowledged: int) -> str:
+def figures(journals: Path, checked: Figures) -> str:
     """The scenario's own figures: sessions ended (by role, and how many in
     the middle of a statement or transaction), enqueues that raised, and tasks
-    stored whose enqueue never returned (``unacknowledged``); the first two
-    while the run's journals are kept."""
+    stored whose enqueue never returned; the first two while the run's
+    journals are kept."""
+    unacknowledged = checked.stored - checked.tasks
     if not journals.is_dir():
         return f" stored-unacknowledged {unacknowledged}"  # the journals were removed
     counts = summary(journals)
@@ -154,3 +156,8 @@ def figures(journals: Path, unacknowledged: int) -> str:
         f" terminated {counts['all']} ({roles or '-'}; {busy} mid-statement or transaction)"
         f" enqueue-errors {counts['enq-error']} stored-unacknowledged {unacknowledged}"
     )
+
+
+SCENARIO = Scenario(
+    "connection-kills", CONNECTIONS, connection_kills, stores=("postgres",), figures=figures
+)

@@ -6,9 +6,11 @@ be enqueued once a slot whoever leads."""
 from __future__ import annotations
 
 from chaos import ChaosError
+from chaos.checker import CORE
+from chaos.checks import election as checks
 from chaos.election import APP
 from chaos.harness import Harness
-from chaos.scenarios.base import Context, Plan, tasks
+from chaos.scenarios.base import Context, Plan, Scenario, tasks
 
 ELECTED_WITHIN = 30.0
 """Seconds the harness waits for a new leader before it gives up (the checker
@@ -51,7 +53,6 @@ ELECTION = {
         every=(3.0, 6.0),
         schedulers=3,
         leader_lease=2.0,
-        app=APP,
     ),
     "quick": Plan(
         workers=2,
@@ -61,7 +62,9 @@ ELECTION = {
         every=(1.0, 2.0),
         schedulers=3,
         leader_lease=2.0,
-        app=APP,
         drain=120,
     ),
 }
+SCENARIO = Scenario(
+    "scheduler-election", ELECTION, election, app=APP, checks=(*CORE, *checks.CHECKS)
+)

@@ -3,19 +3,23 @@ cluster): three worker hosts, each a network namespace of its own
 (:mod:`chaos.netns`), share the work; one host in the middle of a task is cut
 off from the store for three leases, then healed. Its tasks must run elsewhere
 within lease + cycle, nothing it writes for them may be accepted, and it must
-take work again by itself (:mod:`chaos.partitions` checks it)."""
+take work again by itself (:mod:`chaos.checks.partition` checks it)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
+from pathlib import Path
 
 from chaos import ChaosError
+from chaos.checker import CORE
+from chaos.checks import partition as cut
+from chaos.checks import reruns
 from chaos.harness import Harness
 from chaos.journal import monotonic
 from chaos.netns import Network, NetworkCluster
-from chaos.scenarios.base import SHORT, Context, Plan, found, tasks
+from chaos.scenarios.base import SHORT, Context, Plan, Scenario, found, tasks
 
 HOSTS = 3
 READY = 60.0
@@ -24,7 +28,7 @@ DATABASE = "tenure_chaos"
 
 
 @contextmanager
-def target() -> Iterator[tuple[str, NetworkCluster]]:
+def target(_: str, __: Path, ___: str | None) -> Iterator[tuple[str, NetworkCluster]]:
     """The hosts' network and a private cluster on it: the database's URL (at
     the bridge's address, which the harness reaches too) and the cluster."""
     with Network(HOSTS) as network:
@@ -119,5 +123,13 @@ PARTITION = {
 """Producers go on until the last host is healed and working again: counts
 are at most. Workers start in their hosts (``workers=0``: the harness's own would run on
 the store's side of the partition). Two hosts have room for all the work, so a
-task taken back from the cut-off one runs again at once: I8 is measured up to
+task taken back from the cut-off one runs again at once: I9 is measured up to
 its run elsewhere, with no queue to wait in."""
+SCENARIO = Scenario(
+    "partition",
+    PARTITION,
+    partition,
+    stores=("postgres",),
+    target=target,
+    checks=(*CORE, *reruns.CHECKS, *cut.CHECKS),
+)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from chaos.checker import CORE
+from chaos.checks import poison as checks
 from chaos.harness import Harness
 from chaos.poison import KINDS
-from chaos.scenarios.base import Context, Plan, tasks
+from chaos.scenarios.base import Context, Plan, Scenario, tasks
 
 
 def poison(harness: Harness, context: Context) -> None:
@@ -45,3 +47,4 @@ POISON = {
         drain=120,
     ),
 }
+SCENARIO = Scenario("poison", POISON, poison, checks=(*CORE, *checks.CHECKS))

@@ -1,13 +1,14 @@
 """The clock-skew scenario (see :mod:`chaos.scenarios`): workers whose wall
 clocks are two hours off either way, one clock jumping mid-run, then the
 scheduler (the lease supervisor) skewed, with skewed owners SIGKILLed in each
-stage so that recovery (I8) is measured under every skew.
+stage so that recovery (I8, I9) is measured under every skew.
 
-libfaketime is preloaded into each skewed process (:mod:`chaos.skews`); a
+libfaketime is preloaded into each skewed process (:mod:`chaos.skew`); a
 killed worker comes back with the clock of the one it replaces. On SQLite every
 process writes its own wall clock into the store, so the kills carry no store
-time there and I8 is measured on the monotonic clock (:func:`chaos.skews.clocks`);
-on PostgreSQL the store's times are the server's, and both measures apply.
+time there and recovery is measured on the monotonic clock only (I9,
+:mod:`chaos.checks.reruns`); on PostgreSQL the store's times are the server's, and I8
+applies too.
 """
 
 from __future__ import annotations
@@ -17,10 +18,13 @@ from functools import partial
 from pathlib import Path
 
 from chaos import ChaosError
+from chaos.checker import CORE
+from chaos.checks import reruns
+from chaos.checks import skew as checks
 from chaos.harness import Harness, Placement
 from chaos.journal import monotonic
-from chaos.scenarios.base import Context, Plan, found, tasks
-from chaos.skews import CLOCK, Clocks, skewed
+from chaos.scenarios.base import Context, Plan, Scenario, found, tasks
+from chaos.skew import CLOCK, Clocks, skewed
 
 READY = 60.0
 """Seconds every worker gets to start its first task."""
@@ -126,5 +130,6 @@ SKEW = {
 """Producers go on until the last kill is over: counts are at most. Workers
 start with the scenario (``workers=0``: the harness's own would run
 on the machine's clock). Tasks come slower than one worker of 8 slots takes
-them, so a task taken back is run again at once: I8 is measured up to its run
+them, so a task taken back is run again at once: I9 is measured up to its run
 elsewhere, with no queue to wait in."""
+SCENARIO = Scenario("clock-skew", SKEW, skew, checks=(*CORE, *checks.CHECKS, *reruns.CHECKS))

@@ -34,19 +34,22 @@ from pathlib import Path
 from chaos import CannotRunHere, ChaosError
 from chaos.harness import Harness
 from chaos.journal import SUFFIX, read_folder
-from chaos.scenarios.base import Context, Plan, tasks
+from chaos.scenarios.base import Context, Plan, Scenario, tasks
+from chaos.verdict import Figures
 
 __all__ = [
+    "SCENARIO",
     "SQLITE_FAULTS",
     "DiskUnavailable",
     "Refusals",
+    "figures",
     "fill",
     "integrity",
     "integrity_results",
+    "on_small_disk",
     "refusals",
     "small_disk",
     "sqlite_faults",
-    "summary",
 ]
 
 DISK_SIZE = "64m"
@@ -75,6 +78,13 @@ def small_disk(folder: Path, size: str = DISK_SIZE) -> Iterator[Path]:
             _command("chattr", "-i", str(path))
         if _command("umount", str(mount)).returncode != 0:
             _command("umount", "-l", str(mount))
+
+
+@contextmanager
+def on_small_disk(_: str, folder: Path, __: str | None) -> Iterator[tuple[str, None]]:
+    """The scenario's target: the database on a small disk of its own, to fill."""
+    with small_disk(folder) as disk:
+        yield f"sqlite:///{disk / 'chaos.db'}", None
 
 
 def _command(*argv: str) -> subprocess.CompletedProcess[str]:
@@ -256,7 +266,7 @@ SQLITE_FAULTS = {
 }
 
 
-def _figures(journals: Path) -> str:
+def figures(journals: Path, _: Figures) -> str:
     """The scenario's own figures, for its line: the refused enqueues by cause
     and the exception types their callers caught, and the integrity checks."""
     seen = refusals(journals)
@@ -268,6 +278,11 @@ def _figures(journals: Path) -> str:
     )
 
 
-def summary(journals: Path) -> str:
-    """The line's figures of the run whose journals are in ``journals``."""
-    return _figures(journals)
+SCENARIO = Scenario(
+    "sqlite-faults",
+    SQLITE_FAULTS,
+    sqlite_faults,
+    stores=("sqlite",),
+    target=on_small_disk,
+    figures=figures,
+)

@@ -1,6 +1,6 @@
 """The unique-torture scenario (see :mod:`chaos.scenarios`).
 
-Producer processes (twenty in full) enqueue unique tasks (:mod:`chaos.uniques`: every
+Producer processes (twenty in full) enqueue unique tasks (:mod:`chaos.unique`: every
 lock phase with every conflict strategy it allows) on a few keys each, so the
 same task is enqueued again and again while its twin waits or runs; a share of
 those enqueues is made inside a transaction of the producer's own that it then
@@ -21,12 +21,13 @@ from collections import Counter
 from pathlib import Path
 
 import tenure
-from chaos.checker import Figures
+from chaos.checker import CORE, Figures
+from chaos.checks import unique as checks
 from chaos.harness import Harness
 from chaos.journal import read_folder
 from chaos.producers import Workload
-from chaos.scenarios.base import Context, Plan, found, tasks
-from chaos.uniques import FINAL, declare_unique
+from chaos.scenarios.base import Context, Plan, Scenario, found, tasks
+from chaos.unique import FINAL, declare_unique
 from tenure.errors import TenureError
 
 STARTUP = 90.0
@@ -109,7 +110,7 @@ def _producers(
     )
 
 
-APP = "chaos.uniques:app"
+APP = "chaos.unique:app"
 UNIQUE = {
     "full": Plan(
         workers=4,
@@ -117,7 +118,6 @@ UNIQUE = {
         workloads=_producers(20, 200, 50, 51, rate=4.0),
         faults=10,
         every=(2.0, 4.0),
-        app=APP,
     ),
     "quick": Plan(
         workers=3,
@@ -126,6 +126,8 @@ UNIQUE = {
         faults=2,
         every=(1.0, 2.0),
         drain=120,
-        app=APP,
     ),
 }
+SCENARIO = Scenario(
+    "unique-torture", UNIQUE, torture, app=APP, checks=(*CORE, *checks.CHECKS), figures=figures
+)

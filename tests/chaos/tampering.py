@@ -15,7 +15,7 @@ import pytest
 from chaos.checker import Bounds, Verdict, check
 from chaos.evidence import Evidence, gather
 from chaos.journal import SUFFIX
-from chaos.scenarios import Outcome, Plan, run
+from chaos.scenarios import Outcome, Plan, Scenario, run
 
 from tenure.store import open_store
 
@@ -29,16 +29,17 @@ def quick_run(name: str, folders: pytest.TempPathFactory) -> Outcome:
     return run(name, "sqlite", "quick", folders.mktemp(name))
 
 
-def bounds(plan: Plan) -> Bounds:
-    """The bounds :func:`chaos.scenarios.run` checks ``plan``'s runs against."""
-    return Bounds(plan.lease, plan.cycle, plan.poll, leader_lease=plan.leader_lease)
-
-
 def recheck(
-    clean: Path, tmp_path: Path, plan: Plan, tamper: Callable[[dict[str, Records]], None]
+    clean: Path,
+    tmp_path: Path,
+    scenario: Scenario,
+    tamper: Callable[[dict[str, Records]], None],
+    *,
+    plan: Plan | None = None,
 ) -> Verdict:
-    """Check the clean SQLite run in ``clean`` (run with ``plan``) against a
-    copy of its journals, by file name, as ``tamper`` left them."""
+    """Check the clean SQLite run of ``scenario`` in ``clean`` (run with
+    ``plan``, else its quick one) against a copy of its journals, by file name,
+    as ``tamper`` left them, as :func:`chaos.scenarios.run` checks a run."""
     journals = tmp_path / "journals"
     shutil.copytree(clean / "journals", journals)
     files = {
@@ -50,12 +51,14 @@ def recheck(
         (journals / name).write_text("".join(json.dumps(r) + "\n" for r in records))
     with open_store(f"sqlite:///{clean / 'chaos.db'}") as store:
         evidence = gather(journals, store)
-    return check(evidence, bounds(plan))
+    return check(evidence, Bounds(plan or scenario.plans["quick"]), scenario.checks)
 
 
-def recheck_evidence(clean: Evidence, plan: Plan, tamper: Callable[[Evidence], None]) -> Verdict:
-    """Check a copy of the evidence ``clean`` of a clean run (run with ``plan``)
-    as ``tamper`` left it."""
+def recheck_evidence(
+    clean: Evidence, scenario: Scenario, tamper: Callable[[Evidence], None]
+) -> Verdict:
+    """Check a copy of the evidence ``clean`` of a clean quick run of
+    ``scenario`` as ``tamper`` left it, as :func:`chaos.scenarios.run` checks a run."""
     evidence = copy.deepcopy(clean)
     tamper(evidence)
-    return check(evidence, bounds(plan))
+    return check(evidence, Bounds(scenario.plans["quick"]), scenario.checks)

@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chaos.checker import Verdict, check
-from chaos.evidence import gather
+from chaos.checker import Bounds, Verdict, check
+from chaos.evidence import Evidence, gather
 from chaos.journal import FOLDER_VARIABLE, read_folder
-from chaos.scenarios import Plan, run, tasks
+from chaos.scenarios import SCENARIOS, Plan, run, tasks
+from chaos.verdict import Check, Result
 
 from chaos import journal
 from tenure.store import open_store
@@ -66,7 +67,7 @@ def clean_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def recheck(clean: Path, tmp_path: Path, tamper: Callable[[dict[str, Records]], None]) -> Verdict:
-    return tampering.recheck(clean, tmp_path, SMALL, tamper)
+    return tampering.recheck(clean, tmp_path, SCENARIOS["baseline"], tamper, plan=SMALL)
 
 
 def probes(files: dict[str, Records]) -> Records:
@@ -145,7 +146,29 @@ def test_a_line_that_does_not_parse_is_caught(clean_run: Path, tmp_path: Path) -
     journal.write_text("".join([*lines[:1], '{"k": "start", "task"\n', *lines[1:]]))
     with open_store(f"sqlite:///{clean_run / 'chaos.db'}") as store:
         evidence = gather(tmp_path / "journals", store)
-    assert check(evidence, tampering.bounds(SMALL)).codes() == {"J"}
+    assert check(evidence, Bounds(SMALL)).codes() == {"J"}
+
+
+def test_a_check_that_raises_costs_the_run_only_its_own_result(clean_run: Path) -> None:
+    def cannot_read_this_run(_: Evidence, __: Bounds, out: Result) -> None:
+        out.add("X", None, "found before raising")
+        raise RuntimeError("a check that cannot read this run")
+
+    with open_store(f"sqlite:///{clean_run / 'chaos.db'}") as store:
+        evidence = gather(clean_run / "journals", store)
+    usual = SCENARIOS["baseline"].checks
+    raising = Check("raising", ("X",), cannot_read_this_run)
+
+    verdict = check(evidence, Bounds(SMALL), [*usual[:4], raising, *usual[4:]])
+
+    assert verdict.unknown.keys() == {"raising"}
+    assert "RuntimeError: a check that cannot read this run" in verdict.unknown["raising"]
+    assert verdict.violations == []
+    assert verdict.valid == "unknown"  # not a pass: one check could not say
+    others = {name: result for name, result in verdict.results.items() if name != "raising"}
+    assert others == check(evidence, Bounds(SMALL), usual).results
+    assert all(result.valid is True for result in others.values())
+    assert verdict.figures.tasks == 60
 
 
 def test_a_grant_never_started_is_caught_unless_its_worker_handed_it_back(

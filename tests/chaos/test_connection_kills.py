@@ -21,7 +21,8 @@ from tests.chaos.test_scenarios import assert_clean
 
 pytestmark = pytest.mark.slow
 
-PLAN = SCENARIOS["connection-kills"].plans["quick"]
+SCENARIO = SCENARIOS["connection-kills"]
+PLAN = SCENARIO.plans["quick"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +67,7 @@ def test_connection_kills(clean: CleanRun) -> None:
 
 
 def recheck(clean: CleanRun, tamper: Callable[[Evidence], None]) -> Verdict:
-    return tampering.recheck_evidence(clean.evidence, PLAN, tamper)
+    return tampering.recheck_evidence(clean.evidence, SCENARIO, tamper)
 
 
 def test_untampered_evidence_checks_clean(clean: CleanRun) -> None:

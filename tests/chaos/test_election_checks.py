@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from chaos.checker import Verdict, check
+from chaos.checker import Bounds, Verdict, check
 from chaos.election import slot_of
 from chaos.evidence import Evidence, gather
 from chaos.scenarios import SCENARIOS, Outcome
@@ -22,7 +22,8 @@ from tests.chaos.test_scenarios import assert_clean, planned
 
 pytestmark = pytest.mark.slow
 
-PLAN = SCENARIOS["scheduler-election"].plans["quick"]
+SCENARIO = SCENARIOS["scheduler-election"]
+PLAN = SCENARIO.plans["quick"]
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +53,7 @@ def recheck(clean: Path, tamper: Callable[[Evidence], None]) -> Verdict:
     with open_store(f"sqlite:///{clean / 'chaos.db'}") as store:
         evidence = gather(clean / "journals", store)
     tamper(evidence)
-    return check(evidence, tampering.bounds(PLAN))
+    return check(evidence, Bounds(PLAN), SCENARIO.checks)
 
 
 def slot_ids(evidence: Evidence) -> list[str]:

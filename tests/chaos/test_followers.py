@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from chaos.checker import Bounds, Verdict, _i7
+from chaos.checker import Bounds, Verdict, check
 from chaos.evidence import Evidence, Execution
 from chaos.follower import PREFIX, journal_path, position
 from chaos.scenarios import SCENARIOS, Outcome
@@ -25,7 +25,9 @@ from tests.chaos.tampering import Records
 
 pytestmark = pytest.mark.slow
 
-PLAN = SCENARIOS["sigkill-storm"].plans["quick"]
+SCENARIO = SCENARIOS["sigkill-storm"]
+PLAN = SCENARIO.plans["quick"]
+BOUNDS = Bounds(PLAN)
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +53,7 @@ def recheck(clean: Path, tmp_path: Path, tamper: Callable[[Records], None]) -> V
             )
         )
 
-    return tampering.recheck(clean, tmp_path, PLAN, killed_slot)
+    return tampering.recheck(clean, tmp_path, SCENARIO, killed_slot)
 
 
 def resumes(records: Records) -> list[int]:
@@ -134,11 +136,7 @@ def test_an_enqueue_in_doubt_is_held_to_its_first_priority_not_its_last() -> Non
     task = Task("t", "chaos", "probe", Status.FAILED, priority=8, attempts=3, max_attempts=3)
     runs = [Execution("t", n, n, "vm:1:a", 1, 11 - n, float(n), float(n) + 0.5) for n in (1, 2, 3)]
     evidence = Evidence(executions={"t": runs}, tasks={"t": task})
-    verdict = Verdict()
 
-    _i7(evidence, Bounds(2.0, 0.5, 0.1), verdict)
-
-    assert verdict.violations == []
+    assert check(evidence, BOUNDS).results["priority"].violations == []
     runs[2].priority = 10  # a retry that did rise is still caught
-    _i7(evidence, Bounds(2.0, 0.5, 0.1), verdict)
-    assert verdict.codes() == {"I7"}
+    assert {v.code for v in check(evidence, BOUNDS).results["priority"].violations} == {"I7"}

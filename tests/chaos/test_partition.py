@@ -15,12 +15,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from chaos.checker import Verdict, check
+from chaos.checker import Bounds, Verdict, check
+from chaos.checks.partition import cuts
 from chaos.evidence import Ack, Evidence, Execution, gather
 from chaos.harness import Harness, Setup
 from chaos.journal import monotonic
 from chaos.netns import NetnsUnavailable, Network
-from chaos.partitions import cuts
 from chaos.scenarios import SCENARIOS, Outcome, partition
 from chaos.scenarios.base import Context
 
@@ -31,8 +31,9 @@ from tests.chaos.test_scenarios import assert_clean, planned
 
 pytestmark = pytest.mark.slow
 
-PLAN = SCENARIOS["partition"].plans["quick"]
-BOUNDS = tampering.bounds(PLAN)
+SCENARIO = SCENARIOS["partition"]
+PLAN = SCENARIO.plans["quick"]
+BOUNDS = Bounds(PLAN)
 
 
 @pytest.fixture(scope="module")
@@ -54,14 +55,14 @@ def partitioned(
     tamper tests check the evidence again)."""
     folder = tmp_path_factory.mktemp("partition")
     began = monotonic()
-    with partition.target() as (url, cluster):
-        setup = Setup(url, folder, workers=0, concurrency=PLAN.concurrency, lease=PLAN.lease)
+    with partition.target("postgres", folder, None) as (url, cluster):
+        setup = Setup(url, folder, PLAN)
         with open_store(url) as store:
             with Harness(setup, store) as harness:
                 partition.partition(harness, Context(PLAN, random.Random(0), cluster))
                 harness.drain(PLAN.drain)
             evidence = gather(setup.journals, store)
-    verdict = check(evidence, BOUNDS)
+    verdict = check(evidence, BOUNDS, SCENARIO.checks)
     return Outcome("partition", "postgres", verdict, monotonic() - began, folder), evidence
 
 
@@ -81,7 +82,7 @@ def test_partition(partitioned: tuple[Outcome, Evidence]) -> None:
 
 
 def tampered(partitioned: tuple[Outcome, Evidence], tamper: Callable[[Evidence], None]) -> Verdict:
-    return tampering.recheck_evidence(partitioned[1], PLAN, tamper)
+    return tampering.recheck_evidence(partitioned[1], SCENARIO, tamper)
 
 
 def cut_off(evidence: Evidence) -> tuple[int, float, float, list[Execution]]:
@@ -135,7 +136,7 @@ def test_a_task_run_elsewhere_too_late_is_caught(partitioned: tuple[Outcome, Evi
                 run.end = None if run.end is None else run.end + 10.0
 
     verdict = tampered(partitioned, rerun_late)
-    assert any(v.code == "I8" and "cut off" in v.message for v in verdict.violations)
+    assert any(v.code == "I9" and "cut off" in v.message for v in verdict.violations)
 
 
 def test_a_host_that_never_works_again_is_caught(partitioned: tuple[Outcome, Evidence]) -> None:

@@ -18,7 +18,7 @@ from tests.chaos.tampering import Records
 
 pytestmark = pytest.mark.slow
 
-PLAN = SCENARIOS["poison"].plans["quick"]
+SCENARIO = SCENARIOS["poison"]
 POOL_BUG = Plan(
     workers=1,
     concurrency=4,
@@ -40,7 +40,7 @@ def clean_run(poison: Outcome) -> Path:
 
 
 def recheck(clean: Path, tmp_path: Path, tamper: Callable[[dict[str, Records]], None]) -> Verdict:
-    return tampering.recheck(clean, tmp_path, PLAN, tamper)
+    return tampering.recheck(clean, tmp_path, SCENARIO, tamper)
 
 
 def every(files: dict[str, Records], kind: str) -> Records:

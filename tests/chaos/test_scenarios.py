@@ -25,7 +25,9 @@ def planned(name: str) -> int:
 
 def assert_clean(outcome: Outcome) -> None:
     shown = "\n".join(str(v) for v in outcome.verdict.violations[:20])
-    assert not outcome.verdict.violations, f"{outcome.line()}\n{shown}\n{outcome.folder}"
+    raised = "\n".join(f"{name}: {error}" for name, error in outcome.verdict.unknown.items())
+    explained = f"{outcome.line()}\n{shown}{raised}\n{outcome.folder}"
+    assert outcome.verdict.valid is True, explained
     figures = outcome.verdict.figures
     assert (figures.lost, figures.dup_endings) == (0, 0)
     assert figures.stored >= figures.tasks > 0

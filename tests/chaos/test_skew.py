@@ -1,7 +1,7 @@
 """The clock-skew scenario's quick profile on SQLite (on PostgreSQL in ``make
 chaos``): workers at -2 h and +2 h by libfaketime, a jump, the scheduler
-skewed, skewed owners SIGKILLed; and its monotonic I8 check catching what it
-is there to catch: the journals of that clean run tampered with (an execution
+skewed, skewed owners SIGKILLed; and its monotonic recovery check (I9)
+catching what it is there to catch: the journals of that clean run tampered with (an execution
 that ran again too late, or never)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from chaos.checker import Verdict
 from chaos.scenarios import SCENARIOS, Outcome
-from chaos.skews import LIBRARY
+from chaos.skew import LIBRARY
 
 from tests.chaos import tampering
 from tests.chaos.tampering import Records
@@ -28,7 +28,8 @@ pytestmark = [
     ),
 ]
 
-PLAN = SCENARIOS["clock-skew"].plans["quick"]
+SCENARIO = SCENARIOS["clock-skew"]
+PLAN = SCENARIO.plans["quick"]
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +67,7 @@ def recheck(clean: Path, tmp_path: Path, tamper: Callable[[Records], None]) -> V
     def every_journal(files: dict[str, Records]) -> None:
         tamper([r for found in files.values() for r in found])
 
-    return tampering.recheck(clean, tmp_path, PLAN, every_journal)
+    return tampering.recheck(clean, tmp_path, SCENARIO, every_journal)
 
 
 def killed_and_rerun(records: Records) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -104,7 +105,7 @@ def test_a_rerun_later_than_the_bound_is_caught(clean_run: Path, tmp_path: Path)
                     other["mono"] = start["mono"] if other["k"] == "start" else other["mono"] + 10
 
     verdict = recheck(clean_run, tmp_path, rerun_late)
-    assert "I8" in verdict.codes()
+    assert "I9" in verdict.codes()
     assert any("monotonic clock" in v.message for v in verdict.violations)
 
 
@@ -115,4 +116,4 @@ def test_a_killed_execution_never_run_again_is_caught(clean_run: Path, tmp_path:
             start["k"] = "erased"
 
     verdict = recheck(clean_run, tmp_path, never_again)
-    assert any(v.code == "I8" and "never ran again" in v.message for v in verdict.violations)
+    assert any(v.code == "I9" and "never ran again" in v.message for v in verdict.violations)

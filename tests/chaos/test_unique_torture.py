@@ -14,11 +14,11 @@ from itertools import pairwise
 
 import pytest
 from chaos.checker import Verdict
+from chaos.checks.unique import OVERLAP, unique_tasks
 from chaos.evidence import Evidence, gather
 from chaos.journal import read_folder
-from chaos.locks import OVERLAP, unique_tasks
 from chaos.scenarios import SCENARIOS, Outcome
-from chaos.uniques import FINAL, ROLLED_BACK, rule_of
+from chaos.unique import FINAL, ROLLED_BACK, rule_of
 
 from tenure.store import open_store
 from tenure.task import Status
@@ -27,9 +27,10 @@ from tests.chaos.test_scenarios import assert_clean
 
 pytestmark = pytest.mark.slow
 
-PLAN = SCENARIOS["unique-torture"].plans["quick"]
+SCENARIO = SCENARIOS["unique-torture"]
+PLAN = SCENARIO.plans["quick"]
 RULES = 7
-"""Task names of chaos.uniques: every lock phase with every strategy it allows."""
+"""Task names of chaos.unique: every lock phase with every strategy it allows."""
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +63,7 @@ def clean(clean_outcome: Outcome) -> Evidence:
 
 
 def recheck(clean: Evidence, tamper: Callable[[Evidence], None]) -> Verdict:
-    return tampering.recheck_evidence(clean, PLAN, tamper)
+    return tampering.recheck_evidence(clean, SCENARIO, tamper)
 
 
 def held_until_executed(ev: Evidence, task_id: str) -> float | None:

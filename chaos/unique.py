@@ -1,5 +1,5 @@
 """The unique tasks of the unique-torture scenario (``tenure worker --app
-chaos.uniques:app``): one task per lock phase and conflict strategy, each the
+chaos.unique:app``): one task per lock phase and conflict strategy, each the
 probe's body (so its executions are journaled as the probe's are), locked on
 its ``key`` argument alone.
 

@@ -1,5 +1,5 @@
-"""The unique-torture scenario's checks (part of :func:`chaos.checker.check`),
-over the unique tasks of :mod:`chaos.uniques`, from the store's tasks and its
+"""The unique-torture scenario's checks (:data:`CHECKS`),
+over the unique tasks of :mod:`chaos.unique`, from the store's tasks and its
 event log (the log's order is the order the transitions committed in, and each
 lock is taken and given up in the same transaction as the transition that
 begins or ends its phase).
@@ -13,7 +13,7 @@ begins or ends its phase).
   transition, except a start its unique rule settled in the same statement
   (a *settled start*: the lock was held, so it never ran).
 - **L2** a task enqueued inside a transaction that was rolled back (ids
-  :data:`~chaos.uniques.ROLLED_BACK`…) is nowhere in the store or its log.
+  :data:`~chaos.unique.ROLLED_BACK`…) is nowhere in the store or its log.
 - **L3** each conflict strategy behaves as documented: only a
   ``while_executing`` task's start is ever settled; ``reschedule`` sends it
   back to pending with its attempt given back; ``reject`` cancels it and
@@ -21,7 +21,7 @@ begins or ends its phase).
   failed), both with a ``UniqueConflict`` error; a task to reschedule never
   ends with that error (it may still fail: a death counts as an attempt).
 - **L4** no lock outlives its task: after the drain, a task of every name and
-  key (ids :data:`~chaos.uniques.FINAL`…) was enqueued once more, and each
+  key (ids :data:`~chaos.unique.FINAL`…) was enqueued once more, and each
   was stored and ran to done: none was refused by a lock left behind.
 
 A settled start is written as a transition into running, which the other
@@ -37,12 +37,13 @@ from typing import TYPE_CHECKING
 
 from chaos.evidence import Evidence
 from chaos.evidence import settled as settled_starts
-from chaos.uniques import FINAL, ROLLED_BACK, rule_of
+from chaos.unique import FINAL, ROLLED_BACK, rule_of
+from chaos.verdict import Check
 from tenure.store.types import Event
 from tenure.task import Status, Task
 
 if TYPE_CHECKING:
-    from chaos.verdict import Bounds, Verdict
+    from chaos.verdict import Bounds, Result
 
 ENDED = (Status.DONE, Status.FAILED, Status.CANCELLED)
 CONFLICT = "UniqueConflict"
@@ -77,7 +78,7 @@ def unique_tasks(ev: Evidence) -> dict[str, Task]:
     return {i: t for i, t in ev.tasks.items() if rule_of(t.name) is not None}
 
 
-def locks(ev: Evidence, _: Bounds, out: Verdict) -> None:
+def locks(ev: Evidence, _: Bounds, out: Result) -> None:
     found = unique_tasks(ev)
     position = _positions(ev)
     settled = {i: settled_starts(ev.events.get(i, [])) for i in found}
@@ -125,7 +126,7 @@ def _spans(
     return [Span(task.id, marks[created][0], marks[left][0], marks[created][1], marks[left][1])]
 
 
-def _one_holder(name: str, key: str, held: list[Span], out: Verdict) -> None:
+def _one_holder(name: str, key: str, held: list[Span], out: Result) -> None:
     ordered = sorted(held, key=lambda s: s.taken)
     holder: Span | None = None
     for span in ordered:
@@ -144,7 +145,7 @@ def _together(one: Span, other: Span) -> bool:
     return min(one.given_up_at, other.given_up_at) - max(one.taken_at, other.taken_at) > OVERLAP
 
 
-def _strategy(task: Task, events: list[Event], settled: list[int], out: Verdict) -> None:
+def _strategy(task: Task, events: list[Event], settled: list[int], out: Result) -> None:
     lock, strategy = rule_of(task.name) or ("", "")
     for i in settled:
         start, after = events[i], events[i + 1]
@@ -165,13 +166,13 @@ def _strategy(task: Task, events: list[Event], settled: list[int], out: Verdict)
         out.add("L3", task.id, f"a task to reschedule ended {task.status} by its lock")
 
 
-def _rolled_back(ev: Evidence, out: Verdict) -> None:
+def _rolled_back(ev: Evidence, out: Result) -> None:
     for task_id in {*ev.tasks, *ev.events}:
         if task_id.startswith(ROLLED_BACK):
             out.add("L2", task_id, "enqueued in a transaction that was rolled back, yet stored")
 
 
-def _finals(found: dict[str, Task], out: Verdict) -> None:
+def _finals(found: dict[str, Task], out: Result) -> None:
     keys = {(t.name, t.unique_key) for t in found.values() if not t.id.startswith(FINAL)}
     finals = {(t.name, t.unique_key): t for t in found.values() if t.id.startswith(FINAL)}
     for name, key in sorted(keys, key=str):
@@ -180,3 +181,6 @@ def _finals(found: dict[str, Task], out: Verdict) -> None:
             out.add("L4", None, f"no last task of {name} key {(key or '')[:12]}: a lock was left")
         elif final.status is not Status.DONE:
             out.add("L4", final.id, f"the last task of {name} ended {final.status}")
+
+
+CHECKS = (Check("locks", ("L1", "L2", "L3", "L4"), locks),)

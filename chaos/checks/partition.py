@@ -1,11 +1,10 @@
-"""The partition scenario's checks (part of :func:`chaos.checker.check`).
+"""The partition scenario's checks (:data:`CHECKS`).
 
 The scenario writes each cut as a ``phase`` of the fault log named ``cut PID``
-and its end as ``heal PID`` (PID: the worker of the host cut off).
+and its end as ``heal PID`` (PID: the worker of the host cut off). That every
+execution in flight on the cut-off worker at the cut runs again elsewhere in
+time is I9's (:mod:`chaos.checks.reruns`).
 
-- **I8**, on the monotonic clock: every execution in flight on the cut-off
-  worker at the cut runs again, under a newer token, within lease + supervisor
-  cycle + poll (+ margin) of the cut.
 - **N** fencing across the partition: no ending of the cut-off worker is
   accepted while it is cut off (from ``bounds.slack`` after the cut), and none
   after the heal for an execution whose task has run under a newer token
@@ -22,10 +21,10 @@ import math
 from typing import TYPE_CHECKING
 
 from chaos.evidence import Evidence, Execution
-from chaos.skews import reruns
+from chaos.verdict import Check
 
 if TYPE_CHECKING:
-    from chaos.verdict import Bounds, Verdict
+    from chaos.verdict import Bounds, Result
 
 
 def cuts(ev: Evidence) -> list[tuple[int, float, float | None]]:
@@ -42,16 +41,20 @@ def cuts(ev: Evidence) -> list[tuple[int, float, float | None]]:
     return found
 
 
-def partitions(ev: Evidence, bounds: Bounds, out: Verdict) -> None:
+def in_flight_at(ev: Evidence, pid: int, cut: float) -> list[Execution]:
+    """The executions worker ``pid`` had in flight at the cut (monotonic)."""
+    return [
+        run
+        for runs in ev.executions.values()
+        for run in runs
+        if run.pid == pid and run.start <= cut and (run.end is None or run.end > cut)
+    ]
+
+
+def partitions(ev: Evidence, bounds: Bounds, out: Result) -> None:
     for pid, cut, heal in cuts(ev):
         out.figures.cuts += 1
-        in_flight = [
-            run
-            for runs in ev.executions.values()
-            for run in runs
-            if run.pid == pid and run.start <= cut and (run.end is None or run.end > cut)
-        ]
-        reruns(ev, bounds, out, in_flight, moment=cut, what=f"pid {pid} was cut off")
+        in_flight = in_flight_at(ev, pid, cut)
         if heal is None:
             out.add("N", None, f"pid {pid} was cut off and never healed")
             continue
@@ -70,7 +73,7 @@ def partitions(ev: Evidence, bounds: Bounds, out: Verdict) -> None:
 def _fenced(
     ev: Evidence,
     bounds: Bounds,
-    out: Verdict,
+    out: Result,
     cut: tuple[int, float, float],
     in_flight: list[Execution],
 ) -> None:
@@ -109,3 +112,6 @@ def _fenced(
                 run.task,
                 f"token {run.token} went on {went_on:.2f}s after the heal, its task run elsewhere",
             )
+
+
+CHECKS = (Check("partitions", ("N",), partitions),)

@@ -1,4 +1,4 @@
-"""The event followers' checks (part of :func:`chaos.checker.check`), over the
+"""The event followers' checks (:data:`CHECKS`), over the
 journals of :mod:`chaos.follower` and the store's event log read after the drain.
 
 The event log's contract (:mod:`tenure.events`): every committed event is
@@ -25,15 +25,16 @@ from typing import TYPE_CHECKING
 
 from chaos.evidence import Evidence
 from chaos.journal import Record
+from chaos.verdict import Check
 
 if TYPE_CHECKING:
-    from chaos.verdict import Bounds, Verdict
+    from chaos.verdict import Bounds, Result
 
 SHOWN = 10
 """Events named one by one per slot and check; the rest are counted in one line."""
 
 
-def deliveries(ev: Evidence, _: Bounds, out: Verdict) -> None:
+def deliveries(ev: Evidence, _: Bounds, out: Result) -> None:
     index = {cursor: at for at, cursor in enumerate(ev.log)}
     for slot, records in sorted(ev.deliveries.items()):
         seen = [str(r["cursor"]) for r in records if r["k"] == "seen"]
@@ -56,7 +57,7 @@ def deliveries(ev: Evidence, _: Bounds, out: Verdict) -> None:
     )
 
 
-def _in_order(slot: int, records: list[Record], index: dict[str, int], out: Verdict) -> None:
+def _in_order(slot: int, records: list[Record], index: dict[str, int], out: Result) -> None:
     """G over one slot's journal: each life's events consecutive in the log,
     each life resuming right after the previous life's last event."""
     last: str | None = None  # the slot's last cursor journaled
@@ -80,8 +81,11 @@ def _in_order(slot: int, records: list[Record], index: dict[str, int], out: Verd
     _name(out, "G", slot, wrong)
 
 
-def _name(out: Verdict, code: str, slot: int, found: list[str]) -> None:
+def _name(out: Result, code: str, slot: int, found: list[str]) -> None:
     for item in found[:SHOWN]:
         out.add(code, None, f"follower {slot}: {item}")
     if len(found) > SHOWN:
         out.add(code, None, f"follower {slot}: and {len(found) - SHOWN} more like these")
+
+
+CHECKS = (Check("deliveries", ("F", "G"), deliveries),)

@@ -1,4 +1,4 @@
-"""The scheduler-election scenario's checks (part of :func:`chaos.checker.check`),
+"""The scheduler-election scenario's checks (:data:`CHECKS`),
 over the periodic task of :mod:`chaos.election`.
 
 - **S** every periodic slot enqueued exactly once: the slots' tasks in the
@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING
 
 from chaos.election import SLOT, slot_of
 from chaos.evidence import Evidence, Life
+from chaos.verdict import Check
 
 if TYPE_CHECKING:
-    from chaos.verdict import Bounds, Verdict
+    from chaos.verdict import Bounds, Result
 
 
-def slots(ev: Evidence, _: Bounds, out: Verdict) -> None:
+def slots(ev: Evidence, _: Bounds, out: Result) -> None:
     found = sorted((at, task_id) for task_id in ev.tasks if (at := slot_of(task_id)) is not None)
     out.figures.slots = len(found)
     if not found:
@@ -47,7 +48,7 @@ def slots(ev: Evidence, _: Bounds, out: Verdict) -> None:
                 out.add("S", None, f"no slot enqueued after the fault on pid {life.pid}")
 
 
-def failovers(ev: Evidence, bounds: Bounds, out: Verdict) -> None:
+def failovers(ev: Evidence, bounds: Bounds, out: Result) -> None:
     within = bounds.leader_lease + bounds.cycle + bounds.slack
     for deposed, elected, seen in ev.elections:
         life = next((x for x in reversed(ev.lives) if x.pid == deposed), None)
@@ -79,3 +80,6 @@ def _fault_before(life: Life, moment: float) -> float | None:
     """The latest kill or SIGSTOP of ``life`` before ``moment`` (mono)."""
     moments = [life.killed] + [stop for stop, _, _ in life.pauses]
     return max((m for m in moments if m is not None and m <= moment), default=None)
+
+
+CHECKS = (Check("slots", ("S",), slots), Check("failovers", ("E",), failovers))
