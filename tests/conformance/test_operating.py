@@ -14,16 +14,26 @@ from tests.conformance.support import new, reach
 
 
 def test_a_prefix_finds_one_task_or_says_it_is_ambiguous(store: Store) -> None:
-    for task_id in ("job-100", "job-101", "job-2", "other_1", "other%1"):
+    ids = ("job-100", "job-101", "job-2", "other_1", "other%1", "star*1", "what?1", "set[a]1")
+    for task_id in (*ids, "Job-3", "otherX1"):
         store.task_create(new(id=task_id))
     assert store.task_find("job-2") == ["job-2"]
     assert store.task_find("job-10") == ["job-100", "job-101"]  # two: ambiguous
     assert store.task_find("nothing") == []
-    # LIKE's own characters are taken literally.
-    assert store.task_find("other_") == ["other_1"]
-    assert store.task_find("other%") == ["other%1"]
+    assert store.task_find("job-3") == []  # case for case, on every store
+    # The patterns' own characters (LIKE's, GLOB's) are taken literally.
+    for task_id in ids[3:]:
+        assert store.task_find(task_id[:-1]) == [task_id]
     with pytest.raises(InvalidInput):
         store.task_find("")
+
+
+def test_the_last_id_of_a_prefix_is_the_greatest_in_byte_order(store: Store) -> None:
+    for task_id in ("tick:a:2026-01-02", "tick:a:2026-01-10", "tick:a:2026-01-09", "tick:ab:9"):
+        store.task_create(new(id=task_id))
+    assert store.task_last_id("tick:a:") == "tick:a:2026-01-10"
+    assert store.task_last_id("tick:a") == "tick:ab:9"
+    assert store.task_last_id("tick:b") is None
 
 
 def test_a_tasks_history_is_its_events_in_order(store: Store) -> None:

@@ -129,9 +129,9 @@ def test_migrate_applies_tenures_sql_migrations_as_djangos(target: Target) -> No
         ["migrate"],
     )
 
-    assert [f"Applying tenure.{name}... OK" in migrated for name in NAMES] == [True] * 13
+    assert [f"Applying tenure.{name}... OK" in migrated for name in NAMES] == [True] * len(NAMES)
     assert target.djangos_rows() == NAMES
-    assert [f"[X] {name}" in listed for name in NAMES] == [True] * 13
+    assert [f"[X] {name}" in listed for name in NAMES] == [True] * len(NAMES)
     # tenure's ledger has every SQL migration of the dialect: a store opened now
     # neither applies one again nor finds the schema wanting.
     assert [f"{v:04d}_{n}" for v, n, _ in target.ledger()] == target.sql_migrations()
@@ -162,7 +162,7 @@ def test_migrate_tenure_zero_drops_tenures_schema(target: Target) -> None:
     assert "Unapplying tenure.0001_initial... OK" in undone
     assert target.tenures_objects() == set()
     assert target.djangos_rows() == []
-    assert [f"[ ] {name}" in listed for name in NAMES] == [True] * 13
+    assert [f"[ ] {name}" in listed for name in NAMES] == [True] * len(NAMES)
     assert "DROP TABLE IF EXISTS" in printed
     assert pending_migrations(target.url) == target.sql_migrations()
 
@@ -193,8 +193,8 @@ def test_a_schema_the_old_post_migrate_hook_made_is_taken_over(target: Target) -
 
     migrated, listed = target.run(["migrate"], ["showmigrations", "tenure"])
 
-    assert [f"Applying tenure.{name}... OK" in migrated for name in NAMES] == [True] * 13
-    assert [f"[X] {name}" in listed for name in NAMES] == [True] * 13
+    assert [f"Applying tenure.{name}... OK" in migrated for name in NAMES] == [True] * len(NAMES)
+    assert [f"[X] {name}" in listed for name in NAMES] == [True] * len(NAMES)
     assert target.ledger() == before  # not one applied again
     with open_store(target.url) as store:
         assert store.task_get(kept.id) is not None
@@ -235,7 +235,7 @@ def test_a_store_elsewhere_is_migrated_by_tenure_not_in_djangos_database(
     )
 
     assert target.tenures_objects() == set()  # Django's database: its migrations only
-    assert [f"[X] {name}" in listed for name in NAMES] == [True] * 13
+    assert [f"[X] {name}" in listed for name in NAMES] == [True] * len(NAMES)
     assert "tenure: applied 0001_initial" in migrated
     assert pending_migrations(f"sqlite:///{elsewhere}") == []
 

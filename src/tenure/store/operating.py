@@ -36,12 +36,12 @@ class Operating(Backend):
         """Up to two ids that begin with ``prefix``: one means it names a task,
         two that it is ambiguous. Exact ids are found by ``task_get``; this is
         for people who type the start of one."""
-        return self._task_find(_like_prefix(prefix))
+        return self._task_find(validate.text(prefix, "prefix"))
 
     def task_last_id(self, prefix: str) -> str | None:
         """The greatest id that begins with ``prefix`` (the latest, for ids that
         sort by time, such as periodic ticks')."""
-        return self._task_last_id(_like_prefix(prefix))
+        return self._task_last_id(validate.text(prefix, "prefix"))
 
     def task_events(self, task_id: str) -> list[Event]:
         """Every event of one task still in the log, oldest first."""
@@ -121,9 +121,3 @@ def _every_status(counts: dict[Status, int]) -> dict[Status, int]:
     filled = dict.fromkeys(_STATUSES, 0)
     filled.update(counts)
     return filled
-
-
-def _like_prefix(prefix: str) -> str:
-    """A LIKE pattern for ids beginning with ``prefix``, its own characters literal."""
-    prefix = validate.text(prefix, "prefix")
-    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"

@@ -27,6 +27,10 @@ class Rows(Protocol):
     def moment_param(self, moment: datetime | None) -> Any:
         """A time as the dialect's statements take it."""
 
+    def prefix_pattern(self, prefix: str) -> str:
+        """The pattern of the ids beginning with ``prefix`` (its characters
+        literal), as the dialect's ``find_task_ids`` matches it."""
+
     def worker(self, row: Any) -> WorkerInfo: ...
 
     def leader(self, row: Any) -> LeaderState: ...
@@ -64,9 +68,14 @@ class SqlReads:
         count: int = self._read("count_tasks", self._filter_params(filters))[0]["count"]
         return count
 
-    def _task_last_id(self, pattern: str) -> str | None:
-        found: str | None = self._read("last_task_id", {"pattern": pattern})[0]["id"]
-        return found
+    def _task_find(self, prefix: str) -> list[str]:
+        found = self._read("find_task_ids", {"pattern": self.rows.prefix_pattern(prefix)})
+        return [row["id"] for row in found]
+
+    def _task_last_id(self, prefix: str) -> str | None:
+        found = self._read("last_task_id", {"pattern": self.rows.prefix_pattern(prefix)})
+        last: str | None = found[0]["id"] if found else None
+        return last
 
     def _worker_list(self) -> list[WorkerInfo]:
         return [self.rows.worker(row) for row in self._read("worker_list", {})]

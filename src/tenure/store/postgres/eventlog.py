@@ -38,9 +38,6 @@ class PostgresLog:
         params = {"before_xid": str(before[0]), "before_id": before[1], "limit": limit}
         return [rows.event(row) for row in self._read("tail_events", params)]
 
-    def _task_find(self, pattern: str) -> list[str]:
-        return [row["id"] for row in self._read("find_task_ids", {"pattern": pattern})]
-
     def tally_fold(self, *, compact: bool = False) -> None:
         """Fold the task tallies' delta rows (see 0008_task_tallies.sql)."""
         with self._connection() as conn:

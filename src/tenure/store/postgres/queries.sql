@@ -466,19 +466,19 @@ SELECT count(*) AS count FROM gone;
 -- How many finished tasks and events are older than the retention, each
 -- counted up to a cap: a bounded walk of tasks_finished and events_by_time.
 -- name: retention_backlog
-WITH cutoff AS (
-    SELECT COALESCE(%(now)s::timestamptz, now())
-           - make_interval(secs => %(older_than)s::float8) AS at
-)
 SELECT
     (SELECT count(*) FROM (
         SELECT 1 FROM tasks
         WHERE status IN ('done', 'failed', 'cancelled')
-          AND finished_at < (SELECT at FROM cutoff)
+          AND finished_at < COALESCE(%(now)s::timestamptz, now())
+                            - make_interval(secs => %(older_than)s::float8)
         LIMIT %(cap)s::bigint
     ) AS t) AS tasks,
     (SELECT count(*) FROM (
-        SELECT 1 FROM events WHERE at < (SELECT at FROM cutoff) LIMIT %(cap)s::bigint
+        SELECT 1 FROM events
+        WHERE at < COALESCE(%(now)s::timestamptz, now())
+                   - make_interval(secs => %(older_than)s::float8)
+        LIMIT %(cap)s::bigint
     ) AS e) AS events;
 
 -- name: prune_events
@@ -742,13 +742,18 @@ LIMIT %(limit)s::bigint;
 -- Operating: what the command line and the HTTP API show and do.
 --
 -- Ids that begin with :prefix (LIKE's own characters escaped by the caller), to
--- accept a unique prefix of an id; two are enough to say it is ambiguous.
+-- accept a unique prefix of an id; two are enough to say it is ambiguous. In
+-- byte order (COLLATE "C"), whatever the database's collation, so the pattern
+-- is a range of tasks_id_bytes.
 -- name: find_task_ids
-SELECT id FROM tasks WHERE id LIKE %(pattern)s::text ESCAPE '\' ORDER BY id LIMIT 2;
+SELECT id FROM tasks WHERE id COLLATE "C" LIKE %(pattern)s::text ESCAPE '\'
+ORDER BY id COLLATE "C" LIMIT 2;
 
--- The greatest id that begins with :prefix (pattern as for find_task_ids).
+-- The greatest id, in byte order, that begins with :prefix (pattern as for
+-- find_task_ids): one step back along tasks_id_bytes.
 -- name: last_task_id
-SELECT max(id) AS id FROM tasks WHERE id LIKE %(pattern)s::text ESCAPE '\';
+SELECT id FROM tasks WHERE id COLLATE "C" LIKE %(pattern)s::text ESCAPE '\'
+ORDER BY id COLLATE "C" DESC LIMIT 1;
 
 -- One task's events, in the order they were written (walks events_by_task).
 -- name: list_task_events

@@ -87,6 +87,11 @@ def lease_params(leases: Sequence[Lease], now: datetime | None) -> dict[str, Any
     }
 
 
+def prefix_pattern(prefix: str) -> str:
+    """A LIKE pattern for the ids beginning with ``prefix``, its characters literal."""
+    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
 def moment_param(moment: datetime | None) -> datetime | None:
     """A time as the statements take it: as it is (``timestamptz``)."""
     return moment

@@ -340,10 +340,6 @@ class SQLiteStore(Watching, SqlReads, Store):
         with self._write() as conn:
             return eventlog.prune_events(conn, epoch_or_now(now) - older_than, limit)
 
-    def _task_find(self, pattern: str) -> list[str]:
-        with self._use() as conn:
-            return eventlog.find_task_ids(conn, pattern)
-
     def _task_events(self, task_id: str) -> list[Event]:
         with self._use() as conn:
             return eventlog.task_events(conn, task_id)

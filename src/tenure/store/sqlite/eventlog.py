@@ -53,10 +53,6 @@ def prune_reports(conn: sqlite3.Connection, cutoff: float) -> int:
     return deleted
 
 
-def find_task_ids(conn: sqlite3.Connection, pattern: str) -> list[str]:
-    return [row[0] for row in conn.execute(Q["find_task_ids"], {"pattern": pattern})]
-
-
 def task_events(conn: sqlite3.Connection, task_id: str) -> list[Event]:
     return [rows.event(row) for row in conn.execute(Q["list_task_events"], {"task_id": task_id})]
 

@@ -517,14 +517,16 @@ SELECT * FROM events WHERE id < :before ORDER BY id DESC LIMIT :limit;
 
 -- Operating: what the command line and the HTTP API show and do.
 --
--- Ids that begin with :prefix (LIKE's own characters escaped by the caller), to
--- accept a unique prefix of an id; two are enough to say it is ambiguous.
+-- Ids that begin with :prefix (GLOB's own characters escaped by the caller), to
+-- accept a unique prefix of an id; two are enough to say it is ambiguous. GLOB
+-- matches case for case, so the pattern is a range of the id's index.
 -- name: find_task_ids
-SELECT id FROM tasks WHERE id LIKE :pattern ESCAPE '\' ORDER BY id LIMIT 2;
+SELECT id FROM tasks WHERE id GLOB :pattern ORDER BY id LIMIT 2;
 
--- The greatest id that begins with :prefix (pattern as for find_task_ids).
+-- The greatest id that begins with :prefix (pattern as for find_task_ids): one
+-- step back along the id's index.
 -- name: last_task_id
-SELECT max(id) AS id FROM tasks WHERE id LIKE :pattern ESCAPE '\';
+SELECT id FROM tasks WHERE id GLOB :pattern ORDER BY id DESC LIMIT 1;
 
 -- One task's events, in the order they were written (walks events_by_task).
 -- name: list_task_events

@@ -37,6 +37,13 @@ from tenure.store.types import (
 from tenure.task import LockPhase, Status, Task, TaskError
 
 
+def prefix_pattern(prefix: str) -> str:
+    """A GLOB pattern for the ids beginning with ``prefix``, its characters
+    literal: GLOB, unlike SQLite's LIKE, matches case for case, so it walks the
+    id's index as a range."""
+    return "".join(f"[{char}]" if char in "*?[" else char for char in prefix) + "*"
+
+
 def moment_param(moment: datetime | None) -> float | None:
     """A time as the statements take it: seconds since the epoch."""
     return epoch(moment)
