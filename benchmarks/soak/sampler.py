@@ -1,6 +1,7 @@
 """One sample of a soaking store: its tables' size and dead rows, retention's
 backlog and the age of the oldest finished task and event, pickup latencies,
-the drain's rate and the server's processor time. Read beside the store, on a
+the drain's rate and the server's processor time (a private server's; with
+SQLite, or a shared server, the workers'). Read beside the store, on a
 connection of its own, by named statements (``postgres.sql``, ``sqlite.sql``)."""
 
 from __future__ import annotations
@@ -20,20 +21,20 @@ from tenure.store.sqlfile import load_queries
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def cpu_seconds(pids: list[int] | None = None, command: str | None = None) -> float:
-    """Processor seconds used so far by ``pids``, or by every process whose
-    command is ``command`` (the database server's, all of its backends)."""
+def cpu_seconds(pids: list[int] | None = None, parent: int | None = None) -> float:
+    """Processor seconds used so far by ``pids``, or by ``parent`` and its
+    children (a PostgreSQL server: its postmaster, backends and autovacuum)."""
     total = 0.0
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or (pids is not None and int(entry.name) not in pids):
+        if not entry.name.isdigit():
             continue
         try:
-            if command is not None and (entry / "comm").read_text().strip() != command:
-                continue
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue  # ended meanwhile
-        total += (int(fields[11]) + int(fields[12])) / TICKS
+        pid, ppid = int(entry.name), int(fields[1])
+        if (pids is not None and pid in pids) or (parent is not None and parent in (pid, ppid)):
+            total += (int(fields[11]) + int(fields[12])) / TICKS
     return total
 
 
@@ -41,8 +42,11 @@ class Sampler:
     """Samples ``store`` (at ``url``) every ``every`` seconds: call
     :meth:`sample` once per period."""
 
-    def __init__(self, store: Store, url: str, retention: float, every: float) -> None:
+    def __init__(
+        self, store: Store, url: str, retention: float, every: float, server: int | None
+    ) -> None:
         self.store, self.url, self.retention, self.every = store, url, retention, every
+        self.server = server
         self.postgres = url.startswith("postgres")
         self.queries = load_queries(
             "benchmarks.soak", "postgres.sql" if self.postgres else "sqlite.sql"
@@ -55,8 +59,9 @@ class Sampler:
         return sum(per_status.get(Status.DONE, 0) for per_status in totals.values())
 
     def _cpu(self) -> float:
-        if self.postgres:
-            return cpu_seconds(command="postgres")
+        """The server's processor seconds (a private one's), else the workers'."""
+        if self.server is not None:
+            return cpu_seconds(parent=self.server)
         return cpu_seconds(pids=self.worker_pids)
 
     def sample(self) -> tuple[dict[str, Any], list[float]]:
