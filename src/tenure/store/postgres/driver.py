@@ -43,7 +43,7 @@ OPEN_TIMEOUT = 5.0
 URL or the caller says otherwise. A refused connection fails at once."""
 
 
-def connection_kwargs(url: str, role: str) -> dict[str, Any]:
+def connection_kwargs(url: str, role: str, *, pooled: bool = False) -> dict[str, Any]:
     """Keyword arguments for ``psycopg.connect(url, **kwargs)``.
 
     Connections run in autocommit: a single statement is its own transaction,
@@ -53,6 +53,10 @@ def connection_kwargs(url: str, role: str) -> dict[str, Any]:
     connecting (:func:`set_up`), not in the start-up packet's ``options``,
     which PgBouncer refuses: ``options`` is sent only when the URL or
     ``PGOPTIONS`` gives it.
+
+    ``pooled``: the connection goes through a pooler in transaction mode
+    (:mod:`.pooler`), where a statement prepared on one server session is
+    missing on the next, so none is prepared.
     """
     try:
         given = conninfo.conninfo_to_dict(url)
@@ -62,9 +66,12 @@ def connection_kwargs(url: str, role: str) -> dict[str, Any]:
     # spares the server parsing and planning it on every later run. Every query
     # names its result columns, so a statement prepared before another
     # process's migration adds a column stays valid.
-    # (PgBouncer in transaction mode keeps them from version 1.21, with
-    # max_prepared_statements set.)
+    # Behind a pooler in transaction mode the next transaction may run on
+    # another server session, which lacks them (PgBouncer keeps them from
+    # version 1.21, with max_prepared_statements set; Debian 12's is 1.18).
     kwargs: dict[str, Any] = {"autocommit": True}
+    if pooled:
+        kwargs["prepare_threshold"] = None
     # Text travels as UTF-8, whatever the database's encoding: psycopg then
     # reads and writes every str as it is (a SQL_ASCII session would give
     # bytes, a LATIN1 one could not carry most of the world's characters), and

@@ -1,6 +1,6 @@
 -- Named queries of a PostgreSQL session's set-up, apart from the store's
 -- queries.sql: they serve every connection tenure makes, before any store (see
--- driver.py's set_up). Each starts with "-- name: <name>".
+-- driver.py's set_up and pooler.py). Each starts with "-- name: <name>".
 
 -- The session's time zone: times come back in UTC as they are stored, with no
 -- conversion per value. Set after connecting rather than in the start-up
@@ -11,3 +11,7 @@
 -- name: session_setup
 SELECT set_config('TimeZone', 'UTC', false) AS time_zone;
 
+-- The server process of this session: through a pooler, not the one the
+-- start-up's cancel key names.
+-- name: backend_pid
+SELECT pg_backend_pid() AS pid;
