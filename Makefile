@@ -95,6 +95,16 @@ bench: $(STAMP)
 bench-schema: $(STAMP)
 	$(BIN)/python -m benchmarks.schema_cost $(SCHEMA_ARGS)
 
+# A steady load for twenty minutes on each store, with a two-minute retention,
+# sampled every 10 s (benchmarks/soak): the tables' size must level off, the
+# oldest rows stay within the retention, latencies stay those of the start.
+# JSON and an SVG chart in benchmarks/results/soak-STORE.*; exit 1 on a miss.
+# make soak SOAK_ARGS="--minutes 2" for a short one.
+.PHONY: soak
+soak: $(STAMP)
+	$(BIN)/python -m benchmarks.soak --store postgres --rate 1000 $(SOAK_ARGS)
+	$(BIN)/python -m benchmarks.soak --store sqlite --rate 500 $(SOAK_ARGS)
+
 # tenure beside PgQueuer (PostgreSQL) and Huey (SQLite, Redis): the same workload,
 # one run, about 15 minutes. The competitors come from PyPI into a venv of their own
 # (pins in benchmarks/compare/requirements.txt), with tenure installed there editable.

@@ -6,11 +6,10 @@ number (every task writes three events or more), and the log then grows
 without end. Here each prune deletes in bounded batches, each one short
 statement in a transaction of its own (no long lock, and small transactions
 for a replica to replay), until nothing older is left or the step's time
-budget is spent; with rows left, the scheduler prunes again at its next cycle
-rather than a ``prune_every`` later. The work grows with the backlog, so a
-scheduler back after a day, or a retention just shortened, clears what piled
-up at the store's own pace, a budget per cycle at a time, and supervision
-still runs between the cycles.
+budget is spent, and the scheduler prunes at every cycle. The work grows
+with the backlog, so a scheduler back after a day, or a retention just
+shortened, clears what piled up at the store's own pace, a budget per cycle at
+a time, and supervision still runs between the cycles.
 
 When rows are left it counts them (up to a cap:
 :meth:`~tenure.store.Store.retention_backlog`) for the cycle's report and the

@@ -8,10 +8,12 @@ Each cycle (every ``interval`` seconds, 1 s by default), if this process leads:
 2. enqueue due periodic tasks, once per tick;
 3. run due observer queries and save their reports, once per slot, and fold
    the task tallies that stats and metrics read;
-4. every ``prune_every`` seconds, and every cycle while older rows are left:
-   delete finished tasks and events older than the retention (7 days by
+4. delete finished tasks and events older than the retention (7 days by
    default), in batches, for up to ``prune_budget`` seconds a cycle
-   (:mod:`tenure.maintenance.retention`);
+   (:mod:`tenure.maintenance.retention`): every cycle, so that nothing outlives
+   the retention by more than a cycle or two, and the deletes come as a trickle
+   of small ones rather than a burst a minute (with nothing old, two index
+   probes);
 5. every ``prune_every`` seconds: delete the reports of queries no longer run,
    forget workers silent for long, expire unique locks past their time to live
    (a lock's own task gives it up in the transition that ends its phase; this
@@ -114,7 +116,6 @@ class Scheduler:
         self.pruner = Retention(store, retention, budget=prune_budget, clock=clock)
         self.watch_every = leader_lease / 2
         self._next_prune = self._next_watch = 0.0
-        self._behind = False
         self._was_leader = False
 
     def run_once(self) -> CycleReport:
@@ -132,10 +133,8 @@ class Scheduler:
         self._step(report, "periodic", lambda: self._enqueue(report))
         self._step(report, "observe", lambda: self._observe(report))
         self._step(report, "tally", self.store.tally_fold)
-        due = self.clock() >= self._next_prune
-        if due or self._behind:
-            self._step(report, "prune", lambda: self._prune(report))
-        if due:
+        self._step(report, "prune", lambda: self._prune(report))
+        if self.clock() >= self._next_prune:
             self._step(report, "housekeep", lambda: self._housekeep(report))
             self._next_prune = self.clock() + self.prune_every
         if self.on_cycle is not None:
@@ -174,7 +173,6 @@ class Scheduler:
         pruned = self.pruner.prune()
         report.pruned_tasks, report.pruned_events = pruned.tasks, pruned.events
         report.backlog = pruned.backlog
-        self._behind = pruned.backlog.rows > 0
 
     def _housekeep(self, report: CycleReport) -> None:
         report.pruned_reports = self.store.report_prune(self.retention)

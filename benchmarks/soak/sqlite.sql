@@ -1,0 +1,17 @@
+-- The soak's samples of a SQLite store (benchmarks/soak/sampler.py). Times
+-- are seconds since the epoch, as the store keeps them.
+
+-- How long before :now the oldest finished task finished, and the oldest event
+-- was written (NULL: none).
+-- name: oldest
+SELECT :now - (SELECT min(finished_at) FROM tasks
+               WHERE status IN ('done', 'failed', 'cancelled')) AS finished,
+       :now - (SELECT min(at) FROM events) AS event;
+
+-- The wait of each task started since :since, from its creation.
+-- name: pickups
+SELECT started_at - created_at AS seconds FROM tasks WHERE started_at >= :since;
+
+-- Pages of the file that hold no row, to be reused before it grows.
+-- name: free_pages
+PRAGMA freelist_count;
