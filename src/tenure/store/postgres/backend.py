@@ -59,6 +59,7 @@ from tenure.store.types import (
     LeaderState,
     PreparedTask,
     ReserveParams,
+    TableKey,
     UniqueLock,
     WorkerInfo,
 )
@@ -387,6 +388,26 @@ class PostgresStore(Listening, PostgresLog, SqlReads, Store):
             for table in stale:
                 conn.execute(Q[f"analyze_{table}"])
         return stale
+
+    # -- what tenure doctor reads --------------------------------------------------
+
+    def _leader_silence(self, name: str) -> float | None:
+        found = self._read("leader_silence", {"name": name})
+        return float(found[0]["silence"]) if found else None
+
+    def _database_settings(self) -> dict[str, str]:
+        return {row["name"]: row["setting"] for row in self._read("database_settings", {})}
+
+    def _table_keys(self) -> list[TableKey]:
+        return [TableKey(**row) for row in self._read("table_keys", {})]
+
+    def _schema_tables(self, schema: str) -> list[str]:
+        return [row["name"] for row in self._read("schema_tables", {"schema": schema})]
+
+    @property
+    def connections_at_most(self) -> int:
+        """The pool's most, and a listener each for tasks and for events."""
+        return self._pool.max_size + 2
 
     # -- unique locks -------------------------------------------------------------------
 
