@@ -39,7 +39,6 @@ from tenure.store.postgres.arrays import TextArray
 from tenure.store.postgres.driver import (
     configure,
     connection_kwargs,
-    endpoint,
     first_connection,
     looks_dropped,
     lost_race,
@@ -59,7 +58,6 @@ from tenure.store.types import (
     LeaderState,
     PreparedTask,
     ReserveParams,
-    TableKey,
     UniqueLock,
     WorkerInfo,
 )
@@ -141,7 +139,7 @@ class PostgresStore(Listening, PostgresLog, SqlReads, Store):
         the ``listen=`` URL when given, else the store's own. Behind a pooler
         with none, LISTEN cannot be heard: the store then polls (:mod:`.pooler`)."""
         if self.pooled and not direct:
-            self._listener = self._event_listener = Polling(_polling_warning(self._conninfo))
+            self._listener = self._event_listener = Polling(pooler.polling_warning(self._conninfo))
             return
         connect = partial(psycopg.connect, url, **connection_kwargs(url, f"{role}-listener"))
         self._listener = Listener(connect, Q["listen"], self._connection, events=False)
@@ -389,21 +387,6 @@ class PostgresStore(Listening, PostgresLog, SqlReads, Store):
                 conn.execute(Q[f"analyze_{table}"])
         return stale
 
-    # -- what tenure doctor reads --------------------------------------------------
-
-    def _leader_silence(self, name: str) -> float | None:
-        found = self._read("leader_silence", {"name": name})
-        return float(found[0]["silence"]) if found else None
-
-    def _database_settings(self) -> dict[str, str]:
-        return {row["name"]: row["setting"] for row in self._read("database_settings", {})}
-
-    def _table_keys(self) -> list[TableKey]:
-        return [TableKey(**row) for row in self._read("table_keys", {})]
-
-    def _schema_tables(self, schema: str) -> list[str]:
-        return [row["name"] for row in self._read("schema_tables", {"schema": schema})]
-
     @property
     def connections_at_most(self) -> int:
         """The pool's most, and a listener each for tasks and for events."""
@@ -494,16 +477,6 @@ def _explain_misses(
     current = {row["id"]: rows.task(row) for row in found}
     for i in missed:
         outcomes[i] = refusal(current.get(leases[i].task_id), leases[i], target)
-
-
-def _polling_warning(url: str) -> str:
-    where, db = endpoint(url)
-    return (
-        f'PostgreSQL at {where} (database "{db}") is reached through a connection pooler '
-        "(PgBouncer?), where LISTEN is not heard: new tasks and events are looked for at "
-        "each poll interval instead of waking their waiters; add listen=<a direct "
-        "PostgreSQL URL> to the store URL to be woken at once"
-    )
 
 
 def _check_pool_sizes(pool_min: int, pool_max: int) -> None:

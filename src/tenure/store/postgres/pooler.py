@@ -52,7 +52,7 @@ import psycopg
 from psycopg import conninfo
 
 from tenure.errors import ConfigError
-from tenure.store.postgres.driver import SESSION
+from tenure.store.postgres.driver import SESSION, endpoint
 
 LISTEN = "listen"
 """The store URL's parameter naming a direct connection for the listeners."""
@@ -130,3 +130,14 @@ def is_pooled(conn: psycopg.Connection[Any]) -> bool:
     the cancel key it was given at start-up is not its server process's."""
     row = conn.execute(SESSION["backend_pid"]).fetchone()
     return row is None or row[0] != conn.info.backend_pid
+
+
+def polling_warning(url: str) -> str:
+    """The WARNING of a store behind a pooler with no ``listen=`` URL."""
+    where, db = endpoint(url)
+    return (
+        f'PostgreSQL at {where} (database "{db}") is reached through a connection pooler '
+        "(PgBouncer?), where LISTEN is not heard: new tasks and events are looked for at "
+        "each poll interval instead of waking their waiters; add listen=<a direct "
+        "PostgreSQL URL> to the store URL to be woken at once"
+    )
