@@ -2,10 +2,10 @@
 index on PostgreSQL with a million tasks and their events: ids by prefix,
 the filtered listings of the dashboard, the API and ``tenure tasks``, a task's
 history, a group, the event log's pages, the queue's figures, retention's
-count and batches. None reads the tasks or the event log whole: no
-sequential scan of either, and no read examines more rows of them than its
-bound (a whole index walked through a filter would). The tallies the figures
-read instead are small tables."""
+count and batches, the recent run times ``tenure doctor`` reads. None reads
+the tasks or the event log whole: no sequential scan of either, and no read
+examines more rows of them than its bound (a whole index walked through a
+filter would). The tallies the figures read instead are small tables."""
 
 from __future__ import annotations
 
@@ -75,6 +75,7 @@ def reads(some_id: str) -> Iterator[tuple[str, str, dict[str, Any], int]]:
     batch = {**backlog, "limit": 5000, "statuses": ["done", "failed", "cancelled"]}
     yield "a retention batch of tasks", "prune_tasks", batch, 10_000
     yield "a retention batch of events", "prune_events", {**backlog, "limit": 5000}, 10_000
+    yield "recent run times, for tenure doctor", "task_run_times", {"sample": 10_000}, 10_100
 
 
 @pytest.fixture(scope="module")

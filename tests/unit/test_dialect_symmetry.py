@@ -38,6 +38,9 @@ SQLITE_ONLY = {
     "and then looks for a runnable task; PostgreSQL LISTENs instead",
     "runnable_any": "see data_version",
     "runnable_topics": "see data_version",
+    "journal_mode": "database_settings reads SQLite's two PRAGMAs, which cannot be one "
+    "statement; PostgreSQL's settings are rows of pg_settings",
+    "synchronous": "see journal_mode",
     "mark_events_pruned": "SQLite's DELETE ... RETURNING cannot feed another statement, so "
     "the newest event pruned is recorded by a second statement; PostgreSQL's prune_events "
     "records it in the same statement",
@@ -77,6 +80,10 @@ POSTGRES_ONLY = {
     "wake_lock_timeout": "see wake_want",
     "wake_tidy": "see wake_want",
     "wake_drop": "see wake_want",
+    "database_settings": "see journal_mode",
+    "table_keys": "a publication needs a key per row on PostgreSQL; SQLite's copies (of the "
+    "file, or of its pages) need none, and it has no schemas: both answer empty there",
+    "schema_tables": "see table_keys",
 }
 
 

@@ -18,7 +18,7 @@ from typing import NoReturn, cast
 
 from tenure import __version__
 from tenure.admin import TaskAdmin
-from tenure.cli import commands, running, scheduler, serve, settings, tasks, worker
+from tenure.cli import commands, doctor, running, scheduler, serve, settings, tasks, worker
 from tenure.cli import events as event_commands
 from tenure.cli.output import console, error, task_table
 from tenure.errors import ConfigError, InvalidInput, TenureError
@@ -107,6 +107,7 @@ def build_parser(*, layered: bool = True) -> Parser:
     tasks.add(subcommands, url_too)
     event_commands.add(subcommands, url_too)
     serve.add(subcommands, url_too)
+    doctor.add(subcommands, url_too, layers)
     _add_completion(subcommands, parser)
     return parser
 

@@ -35,6 +35,9 @@ from tenure.store.types import LeaderLease
 
 log = logging.getLogger("tenure.leader")
 
+SCHEDULER = "scheduler"
+"""The leadership the scheduler's cycle runs under."""
+
 
 class Leadership:
     """One process's view of the leadership called ``name``."""
@@ -44,7 +47,7 @@ class Leadership:
         store: Store,
         owner: str,
         *,
-        name: str = "scheduler",
+        name: str = SCHEDULER,
         lease_seconds: float = 10.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:

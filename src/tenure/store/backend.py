@@ -29,6 +29,8 @@ from tenure.store.types import (
     QueueStats,
     Report,
     ReserveParams,
+    RunTimes,
+    TableKey,
     TaskFilter,
     UniqueLock,
     WorkerInfo,
@@ -191,6 +193,30 @@ class Backend(ABC):
     def _retention_backlog(
         self, older_than: float, cap: int, now: datetime | None
     ) -> tuple[int, int]: ...
+
+    # What ``tenure doctor`` reads (see :mod:`tenure.store.operating`).
+
+    @abstractmethod
+    def _task_run_times(self, sample: int) -> list[RunTimes]: ...
+
+    @abstractmethod
+    def _leader_silence(self, name: str) -> float | None: ...
+
+    @abstractmethod
+    def _database_settings(self) -> dict[str, str]: ...
+
+    @abstractmethod
+    def _table_keys(self) -> list[TableKey]: ...
+
+    @abstractmethod
+    def _schema_tables(self, schema: str) -> list[str]: ...
+
+    @property
+    def connections_at_most(self) -> int | None:
+        """The most connections this store opens to a database server at once
+        (its pool and its listener), ``None`` where there is no server whose
+        connections are counted (SQLite)."""
+        return None
 
     @abstractmethod
     def _report_save(self, report: Report) -> Report | None: ...

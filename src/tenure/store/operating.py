@@ -1,6 +1,8 @@
 """What operators need from a store, beyond the task protocol: a task found by a
 unique prefix of its id, a task's history, the queue at a glance, the tasks
-entering each status minute by minute, and the progress of recent groups.
+entering each status minute by minute, and the progress of recent groups; and
+what ``tenure doctor`` reads to say what will hurt later: recent run times,
+the scheduler's last sign of life, the database's settings and tables.
 
 The command line, the HTTP API and the dashboard read a store through these, so
 each number they show is computed once, the same way, on every backend.
@@ -13,7 +15,15 @@ from datetime import UTC, datetime, timedelta
 from tenure.errors import InvalidInput
 from tenure.store import validate
 from tenure.store.backend import Backend
-from tenure.store.types import Backlog, Event, GroupProgress, MinuteRate, QueueStats
+from tenure.store.types import (
+    Backlog,
+    Event,
+    GroupProgress,
+    MinuteRate,
+    QueueStats,
+    RunTimes,
+    TableKey,
+)
 from tenure.task import Status
 
 DEFAULT_WINDOW = 300.0
@@ -27,6 +37,11 @@ MINUTE = timedelta(minutes=1)
 
 BACKLOG_CAP = 100_000
 """Rows :meth:`Operating.retention_backlog` counts at most, of each kind."""
+
+RUN_SAMPLE = 10_000
+"""Finished tasks :meth:`Operating.task_run_times` looks at by default: the
+newest, along the index retention walks, so a store of millions costs what a
+small one does."""
 
 
 class Operating(Backend):
@@ -106,6 +121,40 @@ class Operating(Backend):
         validate.moment(now, "now")
         tasks, events = self._retention_backlog(older_than, cap, now)
         return Backlog(tasks, events, cap)
+
+    def task_run_times(self, *, sample: int = RUN_SAMPLE) -> list[RunTimes]:
+        """Per task name, by name, how long its runs took among the newest
+        ``sample`` finished tasks (done, or failed after running): the 99th
+        percentile of the last attempt's duration, and the shortest lease those
+        attempts were held under. A bounded read: older history is not looked at."""
+        return self._task_run_times(validate.scan(sample, "sample"))
+
+    def leader_silence(self, name: str) -> float | None:
+        """Seconds since the holder of leadership ``name`` last kept it (took or
+        extended it), by the store's clock; ``None`` when nobody holds it. A
+        leader extends every cycle, so silence past its lease means it is gone."""
+        return self._leader_silence(validate.text(name, "name"))
+
+    def database_settings(self) -> dict[str, str]:
+        """The database's settings that durability and capacity depend on, by
+        name, as the database reports them: PostgreSQL's ``fsync``,
+        ``synchronous_commit``, ``max_connections`` and
+        ``superuser_reserved_connections``; SQLite's ``journal_mode`` and
+        ``synchronous`` (``off``, ``normal``, ``full`` or ``extra``) on this
+        store's connection, which its URL sets."""
+        return self._database_settings()
+
+    def table_keys(self) -> list[TableKey]:
+        """tenure's tables as the store finds them (along its search path), by
+        name, each with its schema, primary key and replica identity: what a
+        publication needs to replicate it. Empty on SQLite, whose copies
+        (file copies, page-level replication) need no key."""
+        return self._table_keys()
+
+    def schema_tables(self, schema: str) -> list[str]:
+        """The names of every table in ``schema``, tenure's and others', sorted
+        (empty on SQLite, which has no schemas to share)."""
+        return self._schema_tables(validate.text(schema, "schema"))
 
 
 _STATUSES = tuple(Status)  # iterating the enum itself costs ten times more

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any, ClassVar, Protocol
 
 from tenure.store.backend import AFTER_ALL, Listing
-from tenure.store.types import LeaderState, TaskFilter, WorkerInfo
+from tenure.store.types import LeaderState, RunTimes, TaskFilter, WorkerInfo
 from tenure.task import Task
 
 
@@ -83,6 +83,10 @@ class SqlReads:
     def _leader_get(self, name: str) -> LeaderState | None:
         found = self._read("leader_get", {"name": name})
         return self.rows.leader(found[0]) if found else None
+
+    def _task_run_times(self, sample: int) -> list[RunTimes]:
+        found = self._read("task_run_times", {"sample": sample})
+        return [RunTimes(row["name"], row["runs"], row["p99"], row["lease"]) for row in found]
 
     def _filter_params(self, filters: TaskFilter) -> dict[str, Any]:
         """The filter parameters of ``list_tasks`` and ``count_tasks``."""

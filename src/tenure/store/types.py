@@ -244,6 +244,40 @@ class Backlog:
 
 
 @dataclass(frozen=True, slots=True)
+class RunTimes:
+    """How long the recent runs of one task name took (``Store.task_run_times``):
+    how many runs were sampled, the 99th percentile of their durations in
+    seconds (nearest rank: at least 99% of them took no longer), and the
+    shortest lease they ran under (``None`` if none was recorded)."""
+
+    name: str
+    runs: int
+    p99: float
+    lease: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class TableKey:
+    """One of tenure's tables as the database holds it (``Store.table_keys``):
+    its schema, whether it has a primary key, and its replica identity
+    (PostgreSQL's ``default``, ``nothing``, ``full`` or ``index``), which is
+    what logical replication and change capture need to update or delete a row."""
+
+    schema: str
+    name: str
+    primary_key: bool
+    replica_identity: str
+
+    @property
+    def replicable(self) -> bool:
+        """Whether a publication can carry its updates and deletes: a primary
+        key under the default identity, or an identity declared otherwise."""
+        if self.replica_identity == "default":
+            return self.primary_key
+        return self.replica_identity in ("full", "index")
+
+
+@dataclass(frozen=True, slots=True)
 class MinuteRate:
     """How many tasks entered each status in one minute (``Store.task_rates``):
     ``minute`` is its start, in UTC; every status is a key, zero when none

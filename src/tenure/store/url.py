@@ -5,7 +5,12 @@
   normal, extra) and ``busy_timeout`` (seconds).
 - ``postgresql://user:password@host:port/dbname`` (or ``postgres://``), or a
   libpq keyword string ``host=… port=… dbname=… user=…`` (needs
-  ``tenure[postgres]``).
+  ``tenure[postgres]``). Its query options are libpq's, and ``listen``: the
+  URL of a direct connection for the store's LISTEN, when the store URL goes
+  through a pooler in transaction mode such as PgBouncer
+  (``?listen=postgresql%3A%2F%2Fuser%40db-host%3A5432%2Fdbname``; see
+  :mod:`tenure.store.postgres.pooler`). A ``listen`` that is empty, given
+  twice, or not a PostgreSQL URL is a ``ConfigError``.
 
 A URL written for SQLAlchemy or a Django setting works as it is:
 ``postgresql+psycopg://…`` (or ``+psycopg2``, ``sqlite+pysqlite``) names their
@@ -23,7 +28,7 @@ import re
 import threading
 from collections.abc import Callable
 from typing import Literal
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from tenure.errors import ConfigError, StoreUnavailable
 from tenure.pyproject import configured_url
@@ -45,6 +50,7 @@ DIALECT_PACKAGES: dict[Dialect, str] = {
 _KEYWORDS = re.compile(r"^\s*[A-Za-z_]+\s*=")
 _KEYWORD_PASSWORD = re.compile(r"(\b(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)")
 _QUERY_PASSWORD = re.compile(r"([?&](?:ssl)?password=)[^&#]*")
+_QUERY_LISTEN = re.compile(r"([?&]listen=)([^&#]+)")
 
 
 def resolve_url(url: str | None) -> str:
@@ -73,7 +79,7 @@ def parse_url(url: str) -> tuple[Dialect, str]:
     Raises :class:`~tenure.errors.ConfigError`, in one line, for anything that
     is not a store URL.
     """
-    if "://" not in url and _KEYWORDS.match(url):
+    if _KEYWORDS.match(url):  # a URL never begins with "name="
         return "postgresql", url
     scheme = urlsplit(url).scheme if ":" in url else ""
     base = scheme.partition("+")[0]
@@ -142,9 +148,11 @@ def need_psycopg() -> None:
 
 def redact(url: str) -> str:
     """``url`` without its password, for messages and logs (a URL's user
-    information and ``password`` option, or a keyword string's ``password``)."""
-    if "://" not in url and _KEYWORDS.match(url):
+    information and ``password`` option, or a keyword string's ``password``;
+    those of a PostgreSQL URL's ``listen=`` URL too, which is shown decoded)."""
+    if _KEYWORDS.match(url):  # a URL never begins with "name="
         return _KEYWORD_PASSWORD.sub(r"\1***", url)
+    url = _QUERY_LISTEN.sub(lambda found: found[1] + redact(unquote(found[2])), url)
     url = _QUERY_PASSWORD.sub(r"\1***", url)
     try:
         password = urlsplit(url).password

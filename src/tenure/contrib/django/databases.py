@@ -117,7 +117,9 @@ def same_database(url: str, wrapper: Any) -> bool:
         return _realpath(mine) == _realpath(theirs)
     from psycopg.conninfo import conninfo_to_dict  # noqa: PLC0415 - PostgreSQL only
 
-    wanted = conninfo_to_dict(mine).get("dbname")
+    from tenure.store.postgres.pooler import split_listen  # noqa: PLC0415 - PostgreSQL only
+
+    wanted = conninfo_to_dict(split_listen(mine)[0]).get("dbname")
     return wanted is None or wanted == conninfo_to_dict(theirs).get("dbname")
 
 

@@ -34,7 +34,7 @@ from tenure.errors import ConfigError, LeaseLost
 from tenure.store import validate
 from tenure.store.backend import Positioned
 from tenure.store.base import Store
-from tenure.store.postgres import copying, rows, schema, statements
+from tenure.store.postgres import copying, pooler, rows, schema, statements
 from tenure.store.postgres.arrays import TextArray
 from tenure.store.postgres.driver import (
     configure,
@@ -45,7 +45,7 @@ from tenure.store.postgres.driver import (
     translated,
 )
 from tenure.store.postgres.eventlog import PostgresLog
-from tenure.store.postgres.notify import Listener, Listening
+from tenure.store.postgres.notify import Listener, Listening, Polling
 from tenure.store.postgres.pooling import Pool
 from tenure.store.postgres.rows import Row
 from tenure.store.postgres.schema import Q
@@ -74,6 +74,10 @@ class PostgresStore(Listening, PostgresLog, SqlReads, Store):
     server's ``application_name``, as ``tenure-<role>``. ``migrate=False``
     skips applying migrations on open (``tenure migrate`` applies them);
     ``migrations_applied`` lists the versions this opening applied.
+
+    ``pooled`` says whether the store reaches the server through a pooler
+    (PgBouncer): its connections then prepare no statements, and it listens
+    only on the URL's ``listen=`` connection, or polls (see :mod:`.pooler`).
 
     Opening connects once before anything else and raises at once if the
     server refuses (``ConfigError``: no such database, wrong password) or
@@ -104,13 +108,17 @@ class PostgresStore(Listening, PostgresLog, SqlReads, Store):
         if connect_timeout is not None:
             connect_timeout = validate.seconds(connect_timeout, "connect_timeout")
         self.url = url
+        url, listen = pooler.split_listen(url)
+        self._conninfo = url
         self.migrations_applied: list[int] = []
         with first_connection(url, role, connect_timeout) as conn:
+            with translated():
+                self.pooled = pooler.is_pooled(conn)
             if migrate:
                 self.migrations_applied = schema.migrate_connection(conn)
         self._pool: ConnectionPool[Connection] = Pool(
             url,
-            kwargs=connection_kwargs(url, role),
+            kwargs=connection_kwargs(url, role, pooled=self.pooled),
             configure=configure,
             min_size=pool_min,
             max_size=pool_max,
@@ -118,10 +126,7 @@ class PostgresStore(Listening, PostgresLog, SqlReads, Store):
             name=f"tenure-{role}",
             open=False,
         )
-        listener_kwargs = connection_kwargs(url, f"{role}-listener")
-        connect = partial(psycopg.connect, url, **listener_kwargs)
-        self._listener = Listener(connect, Q["listen"], self._connection, events=False)
-        self._event_listener = Listener(connect, Q["listen_events"], self._connection, events=True)
+        self._listeners(listen if listen is not None else url, role, direct=listen is not None)
         try:
             with translated():
                 self._pool.open()
@@ -129,8 +134,19 @@ class PostgresStore(Listening, PostgresLog, SqlReads, Store):
             self.close()
             raise
 
+    def _listeners(self, url: str, role: str, *, direct: bool) -> None:
+        """The listeners of new tasks and new events, on connections to ``url``:
+        the ``listen=`` URL when given, else the store's own. Behind a pooler
+        with none, LISTEN cannot be heard: the store then polls (:mod:`.pooler`)."""
+        if self.pooled and not direct:
+            self._listener = self._event_listener = Polling(pooler.polling_warning(self._conninfo))
+            return
+        connect = partial(psycopg.connect, url, **connection_kwargs(url, f"{role}-listener"))
+        self._listener = Listener(connect, Q["listen"], self._connection, events=False)
+        self._event_listener = Listener(connect, Q["listen_events"], self._connection, events=True)
+
     def __repr__(self) -> str:
-        parts = conninfo.conninfo_to_dict(self.url)
+        parts = conninfo.conninfo_to_dict(self._conninfo)
         where = f"{parts.get('host', '')}:{parts.get('port', '')}/{parts.get('dbname', '')}"
         return f"PostgresStore({where!r})"
 
@@ -370,6 +386,11 @@ class PostgresStore(Listening, PostgresLog, SqlReads, Store):
             for table in stale:
                 conn.execute(Q[f"analyze_{table}"])
         return stale
+
+    @property
+    def connections_at_most(self) -> int:
+        """The pool's most, and a listener each for tasks and for events."""
+        return self._pool.max_size + 2
 
     # -- unique locks -------------------------------------------------------------------
 

@@ -29,24 +29,34 @@ from psycopg_pool import PoolClosed
 from tenure import serializer
 from tenure.errors import ConfigError, StoreError, StoreUnavailable
 from tenure.store.postgres import arrays
+from tenure.store.sqlfile import load_queries
 
 CONNECT_TIMEOUT = 10
 """Seconds to wait for a new connection unless the URL says otherwise; libpq's
 own default is to wait forever on a server that does not answer."""
+
+SESSION = load_queries("tenure.store.postgres", "session.sql")
+"""The queries of a session's set-up (``session.sql``), apart from the store's."""
 
 OPEN_TIMEOUT = 5.0
 """Seconds opening a store waits for a server that does not answer, unless the
 URL or the caller says otherwise. A refused connection fails at once."""
 
 
-def connection_kwargs(url: str, role: str) -> dict[str, Any]:
+def connection_kwargs(url: str, role: str, *, pooled: bool = False) -> dict[str, Any]:
     """Keyword arguments for ``psycopg.connect(url, **kwargs)``.
 
     Connections run in autocommit: a single statement is its own transaction,
     and multi-statement work opens an explicit one. ``application_name`` names
     the role (``tenure-worker``, ``tenure-listener`` …) in ``pg_stat_activity``
-    unless the URL names it already. The session's time zone is UTC, so
-    times come back in UTC as they are stored, with no conversion per value.
+    unless the URL names it already. The session's time zone is set after
+    connecting (:func:`set_up`), not in the start-up packet's ``options``,
+    which PgBouncer refuses: ``options`` is sent only when the URL or
+    ``PGOPTIONS`` gives it.
+
+    ``pooled``: the connection goes through a pooler in transaction mode
+    (:mod:`.pooler`), where a statement prepared on one server session is
+    missing on the next, so none is prepared.
     """
     try:
         given = conninfo.conninfo_to_dict(url)
@@ -56,9 +66,12 @@ def connection_kwargs(url: str, role: str) -> dict[str, Any]:
     # spares the server parsing and planning it on every later run. Every query
     # names its result columns, so a statement prepared before another
     # process's migration adds a column stays valid.
-    # (PgBouncer in transaction mode keeps them from version 1.21, with
-    # max_prepared_statements set.)
+    # Behind a pooler in transaction mode the next transaction may run on
+    # another server session, which lacks them (PgBouncer keeps them from
+    # version 1.21, with max_prepared_statements set; Debian 12's is 1.18).
     kwargs: dict[str, Any] = {"autocommit": True}
+    if pooled:
+        kwargs["prepare_threshold"] = None
     # Text travels as UTF-8, whatever the database's encoding: psycopg then
     # reads and writes every str as it is (a SQL_ASCII session would give
     # bytes, a LATIN1 one could not carry most of the world's characters), and
@@ -70,18 +83,24 @@ def connection_kwargs(url: str, role: str) -> dict[str, Any]:
         kwargs["application_name"] = f"tenure-{role}"
     if "connect_timeout" not in given:
         kwargs["connect_timeout"] = CONNECT_TIMEOUT
-    # An explicit "options" replaces PGOPTIONS: keep what either gave.
-    given_options = given.get("options") or os.environ.get("PGOPTIONS", "")
-    kwargs["options"] = f"{given_options} -c TimeZone=UTC".strip()
     return kwargs
 
 
 def configure(conn: psycopg.Connection[Any]) -> None:
     """Set up a new connection of the store's pool: JSON columns are decoded by
     tenure's own decoder (text, not bytes: the stdlib decoder is faster so), and
-    a batch's arrays are sent as literals (:mod:`.arrays`)."""
+    a batch's arrays are sent as literals (:mod:`.arrays`); its time zone is
+    UTC (:func:`set_up`)."""
     json_types.set_json_loads(serializer.loads, conn)
     arrays.register(conn)
+    set_up(conn)
+
+
+def set_up(conn: psycopg.Connection[Any]) -> None:
+    """Give a new session tenure's settings: its time zone, UTC, so times come
+    back in UTC as they are stored, with no conversion per value (see
+    ``session.sql``)."""
+    conn.execute(SESSION["session_setup"])
 
 
 def first_connection(url: str, role: str, timeout: float | None = None) -> psycopg.Connection[Any]:
@@ -105,11 +124,18 @@ def first_connection(url: str, role: str, timeout: float | None = None) -> psyco
         waits = max(2, math.ceil(OPEN_TIMEOUT if timeout is None else timeout))
         kwargs["connect_timeout"] = waits
     try:
-        return psycopg.connect(url, **kwargs)
+        conn = psycopg.connect(url, **kwargs)
     except psycopg.OperationalError as exc:
         raise connect_error(exc, url, f"no answer within {waits} s") from None
     except psycopg.ProgrammingError as exc:  # a value psycopg refuses (connect_timeout=x)
         raise ConfigError(f"invalid PostgreSQL URL: {_parse_error(exc, url)}") from None
+    try:
+        with translated():
+            set_up(conn)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
 
 
 def _parse_error(exc: Exception, url: str) -> str:

@@ -14,7 +14,7 @@ from tenure.store.postgres import rows, statements
 from tenure.store.postgres.rows import Row
 from tenure.store.postgres.schema import Q
 from tenure.store.postgres.statements import Connection
-from tenure.store.types import Event, QueueStats, Report
+from tenure.store.types import Event, QueueStats, Report, TableKey
 from tenure.task import Status
 
 
@@ -101,3 +101,18 @@ class PostgresLog:
 
     def _report_prune(self, older_than: float, now: datetime | None) -> int:
         return self._count_of("prune_reports", {"older_than": older_than, "now": now})
+
+    # -- what tenure doctor reads ------------------------------------------------
+
+    def _leader_silence(self, name: str) -> float | None:
+        found = self._read("leader_silence", {"name": name})
+        return float(found[0]["silence"]) if found else None
+
+    def _database_settings(self) -> dict[str, str]:
+        return {row["name"]: row["setting"] for row in self._read("database_settings", {})}
+
+    def _table_keys(self) -> list[TableKey]:
+        return [TableKey(**row) for row in self._read("table_keys", {})]
+
+    def _schema_tables(self, schema: str) -> list[str]:
+        return [row["name"] for row in self._read("schema_tables", {"schema": schema})]

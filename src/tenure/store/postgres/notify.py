@@ -225,6 +225,43 @@ class Listener:
             return bool(selector.select(seconds)) or self._closed
 
 
+class Polling:
+    """The listeners' stand-in where LISTEN cannot be heard (through a pooler
+    in transaction mode, with no ``listen=`` URL: see ``pooler``). Nothing
+    wakes a waiter early, so workers and followers look for news at their poll
+    interval; the first use logs ``warning``, once for the store."""
+
+    def __init__(self, warning: str) -> None:
+        self._warning: str | None = warning
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+
+    def wait(self, topics: Sequence[str] | None, timeout: float) -> bool:
+        """Sleep ``timeout`` seconds (less if closed): never woken early."""
+        self._warn()
+        self._closed.wait(timeout)
+        return False
+
+    def subscribe(self, topics: Sequence[str] | None, wake: threading.Event) -> Wakeups:
+        """A subscription that never sets ``wake``."""
+        self._warn()
+        return Wakeups(lambda: None)
+
+    def ready(self, timeout: float) -> bool:
+        """False at once: this store does not listen."""
+        self._warn()
+        return False
+
+    def close(self) -> None:
+        self._closed.set()
+
+    def _warn(self) -> None:
+        with self._lock:
+            warning, self._warning = self._warning, None
+        if warning is not None:
+            log.warning("%s", warning)
+
+
 class Wanting(Wakeups):
     """A subscription to a listener: idle, its topics are registered as wanted."""
 
@@ -244,8 +281,8 @@ class Listening:
     workers) and appended events (``tenure_events``, for followers), each on a
     listening connection of its own, opened on first use."""
 
-    _listener: Listener
-    _event_listener: Listener
+    _listener: Listener | Polling
+    _event_listener: Listener | Polling
 
     event_poll = 1.0
     """Seconds between a follower's reads when no notification comes: the

@@ -990,3 +990,63 @@ ORDER BY recent.newest DESC, counted.status;
 -- transaction it is set in.
 -- name: without_jit
 SET LOCAL jit = off;
+
+-- What tenure doctor reads. Run times: the newest finished tasks along
+-- tasks_finished (its predicate implied, so the walk stops after the sample),
+-- then per name the 99th percentile by nearest rank, counted in integers as
+-- SQLite's twin does, and the shortest lease the runs were held under.
+-- name: task_run_times
+WITH recent AS (
+    SELECT name, status, duration, lease_seconds
+    FROM tasks
+    WHERE status IN ('done', 'failed', 'cancelled')
+    ORDER BY finished_at DESC
+    LIMIT %(sample)s::bigint
+), ranked AS (
+    SELECT name, duration, lease_seconds,
+           row_number() OVER (PARTITION BY name ORDER BY duration) AS rank,
+           count(*) OVER (PARTITION BY name) AS runs
+    FROM recent
+    WHERE status <> 'cancelled' AND duration IS NOT NULL
+)
+SELECT name, max(runs) AS runs,
+       max(duration) FILTER (WHERE rank = (99 * runs + 99) / 100) AS p99,
+       min(lease_seconds) AS lease
+FROM ranked
+GROUP BY name
+ORDER BY name;
+
+-- name: leader_silence
+SELECT EXTRACT(EPOCH FROM clock_timestamp() - updated_at)::float8 AS silence
+FROM leaders
+WHERE name = %(name)s::text AND owner IS NOT NULL;
+
+-- name: database_settings
+SELECT name, setting
+FROM pg_settings
+WHERE name IN ('fsync', 'synchronous_commit', 'max_connections',
+               'superuser_reserved_connections')
+ORDER BY name;
+
+-- tenure's tables wherever the search path finds them (to_regclass follows
+-- it), with what a publication needs of each. The names are every table the
+-- migrations make (teardown.sql drops the same).
+-- name: table_keys
+SELECT n.nspname AS schema, c.relname AS name,
+       EXISTS (SELECT 1 FROM pg_index AS i WHERE i.indrelid = c.oid AND i.indisprimary)
+           AS primary_key,
+       CASE c.relreplident WHEN 'd' THEN 'default' WHEN 'n' THEN 'nothing'
+                           WHEN 'f' THEN 'full' ELSE 'index' END AS replica_identity
+FROM unnest(ARRAY['tasks', 'events', 'event_log', 'leaders', 'workers', 'reports',
+                  'task_counts', 'task_transitions', 'unique_locks', 'wake_wanted',
+                  'tenure_migrations']) AS known(name)
+JOIN pg_class AS c ON c.oid = to_regclass(quote_ident(known.name))
+JOIN pg_namespace AS n ON n.oid = c.relnamespace
+ORDER BY c.relname;
+
+-- name: schema_tables
+SELECT c.relname AS name
+FROM pg_class AS c
+JOIN pg_namespace AS n ON n.oid = c.relnamespace
+WHERE n.nspname = %(schema)s::text AND c.relkind IN ('r', 'p')
+ORDER BY c.relname;

@@ -22,6 +22,7 @@ from typing import Any
 import psycopg
 
 from tenure.store.postgres.driver import first_connection, translated
+from tenure.store.postgres.pooler import split_listen
 from tenure.store.sqlfile import load_queries, migrations
 
 PACKAGE = "tenure.store.postgres"
@@ -36,6 +37,7 @@ def migrate(url: str, *, connect_timeout: float | None = None) -> list[int]:
     store reports it (``connect_timeout``: see
     :func:`~tenure.store.postgres.driver.first_connection`).
     """
+    url, _ = split_listen(url)
     with first_connection(url, "migrate", connect_timeout) as conn:
         return migrate_connection(conn)
 
@@ -77,6 +79,7 @@ def _apply_missing(conn: psycopg.Connection[Any]) -> list[int]:
 def applied(url: str, *, connect_timeout: float | None = None) -> set[int]:
     """The versions the database at ``url`` has recorded, changing nothing;
     empty for a database tenure never migrated."""
+    url, _ = split_listen(url)
     with first_connection(url, "migrate", connect_timeout) as conn, translated():
         try:
             return {row[0] for row in conn.execute(Q["applied_migrations"])}

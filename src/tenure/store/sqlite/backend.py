@@ -45,6 +45,7 @@ from tenure.store.types import (
     QueueStats,
     Report,
     ReserveParams,
+    TableKey,
     UniqueLock,
     WorkerInfo,
 )
@@ -53,6 +54,10 @@ from tenure.task import CANCELLABLE, RETRYABLE, Lease, Status, Task
 SYNCHRONOUS_MODES = ("full", "normal", "extra")
 """Allowed ``synchronous`` settings. FULL by default: an acknowledged write
 survives a power cut, not only a process crash."""
+
+
+_SYNCHRONOUS = {0: "off", 1: "normal", 2: "full", 3: "extra"}
+"""``PRAGMA synchronous``'s numbers, by name."""
 
 
 def scratch_directory(path: str | Path) -> tempfile.TemporaryDirectory[str] | None:
@@ -321,6 +326,23 @@ class SQLiteStore(Watching, SqlReads, Store):
 
     def _clock_now(self) -> datetime:
         return utcnow()
+
+    # -- what tenure doctor reads ----------------------------------------------------
+
+    def _leader_silence(self, name: str) -> float | None:
+        found = self._read("leader_silence", {"name": name, "now": time.time()})
+        return float(found[0]["silence"]) if found else None
+
+    def _database_settings(self) -> dict[str, str]:
+        journal = self._read("journal_mode", {})[0][0]
+        synchronous = self._read("synchronous", {})[0][0]
+        return {"journal_mode": str(journal).lower(), "synchronous": _SYNCHRONOUS[synchronous]}
+
+    def _table_keys(self) -> list[TableKey]:
+        return []  # SQLite's copies (of the file, or of its pages) need no key per row
+
+    def _schema_tables(self, schema: str) -> list[str]:
+        return []  # no schemas: a file shared with an application shares one namespace
 
     def _task_prune(
         self, older_than: float, limit: int, now: datetime | None, statuses: list[str]

@@ -653,3 +653,41 @@ FROM recent
 JOIN tasks AS t ON t.group_id = recent.group_id
 GROUP BY recent.newest, recent.group_id, t.status
 ORDER BY recent.newest DESC, t.status;
+
+-- What tenure doctor reads. Run times: the newest finished tasks along
+-- tasks_finished, then per name the 99th percentile by nearest rank (in
+-- integers: the first rank at or above 99% of the runs), and the shortest
+-- lease the runs were held under.
+-- name: task_run_times
+WITH recent AS (
+    SELECT name, status, duration, lease_seconds
+    FROM tasks INDEXED BY tasks_finished
+    WHERE status IN ('done', 'failed', 'cancelled')
+    ORDER BY finished_at DESC
+    LIMIT :sample
+), ranked AS (
+    SELECT name, duration, lease_seconds,
+           row_number() OVER (PARTITION BY name ORDER BY duration) AS rank,
+           count(*) OVER (PARTITION BY name) AS runs
+    FROM recent
+    WHERE status <> 'cancelled' AND duration IS NOT NULL
+)
+SELECT name, max(runs) AS runs,
+       max(CASE WHEN rank = (99 * runs + 99) / 100 THEN duration END) AS p99,
+       min(lease_seconds) AS lease
+FROM ranked
+GROUP BY name
+ORDER BY name;
+
+-- name: leader_silence
+SELECT :now - updated_at AS silence
+FROM leaders
+WHERE name = :name AND owner IS NOT NULL;
+
+-- PRAGMA values come back as one row each: journal_mode's name, and
+-- synchronous's number (0 off, 1 normal, 2 full, 3 extra).
+-- name: journal_mode
+PRAGMA journal_mode;
+
+-- name: synchronous
+PRAGMA synchronous;
