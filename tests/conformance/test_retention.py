@@ -50,18 +50,21 @@ def test_a_backlog_left_by_the_budget_is_pruned_again_at_the_next_cycle(store: S
     clock = FakeClock()
     scheduler = Scheduler(store, "s", retention=HOUR, prune_budget=0, clock=clock)
     scheduler.pruner.batch = 5  # one batch of each a cycle: the budget is spent at once
-    seen, backlogs = [], []
-    for _ in range(6):
+    seen = []
+    for _ in range(7):
         report = scheduler.run_once()
-        seen.append((report.pruned_tasks, report.pruned_events))
-        backlogs.append(report.backlog)
+        left = None if report.backlog is None else (report.backlog.tasks, report.backlog.events)
+        seen.append((report.pruned_tasks, report.pruned_events, left))
         clock.advance(scheduler.interval)
     # 12 tasks and 24 events, five of each a cycle, one cycle after another
-    # (a prune a minute would have taken five minutes), then nothing to do.
-    left = [(7, 19), (2, 14), (0, 9), (0, 4), (0, 0)]
-    assert seen == [(5, 5), (5, 5), (2, 5), (0, 5), (0, 4), (0, 0)]
-    left.append((0, 0))
-    assert backlogs == [Backlog(tasks, events, BACKLOG_CAP) for tasks, events in left]
+    # (a prune a minute would have taken five minutes); a prune that found
+    # nothing, and the cycle after it prunes nothing: the store is left alone.
+    assert seen == [
+        (5, 5, (7, 19)), (5, 5, (2, 14)), (2, 5, (0, 9)), (0, 5, (0, 4)), (0, 4, (0, 0)),
+        (0, 0, (0, 0)), (0, 0, None),
+    ]  # fmt: skip
+    clock.advance(scheduler.prune_every)  # idle: a minute later, it looks again
+    assert scheduler.run_once().backlog == Backlog(0, 0, BACKLOG_CAP)
 
 
 def test_a_lasting_backlog_is_warned_of_once_and_its_end_told(

@@ -6,10 +6,14 @@ number (every task writes three events or more), and the log then grows
 without end. Here each prune deletes in bounded batches, each one short
 statement in a transaction of its own (no long lock, and small transactions
 for a replica to replay), until nothing older is left or the step's time
-budget is spent, and the scheduler prunes at every cycle. The work grows
-with the backlog, so a scheduler back after a day, or a retention just
-shortened, clears what piled up at the store's own pace, a budget per cycle at
-a time, and supervision still runs between the cycles.
+budget is spent, and the scheduler prunes again at its next cycle for as long
+as prunes find something to delete (a queue at work: nothing outlives the
+retention by more than a cycle or two, and the deletes come as a trickle).
+A prune that found nothing waits ``idle_every`` seconds for the next, so an
+idle store is not written to twice a second (on SQLite, each prune takes the
+write lock). The work grows with the backlog, so a scheduler back after a day,
+or a retention just shortened, clears what piled up at the store's own pace,
+a budget per cycle at a time, and supervision still runs between the cycles.
 
 When rows are left it counts them (up to a cap:
 :meth:`~tenure.store.Store.retention_backlog`) for the cycle's report and the
@@ -35,6 +39,8 @@ BATCH = 5_000
 BUDGET = 0.5
 """Seconds of pruning in one scheduler cycle, at most (a batch started is
 finished)."""
+IDLE_EVERY = 60.0
+"""Seconds between two prunes while they find nothing to delete."""
 BEHIND_AFTER = 300.0
 """Seconds a backlog lasts before retention is said to be falling behind."""
 
@@ -62,15 +68,24 @@ class Retention:
         *,
         batch: int = BATCH,
         budget: float = BUDGET,
+        idle_every: float = IDLE_EVERY,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.store = store
         self.retention = retention
         self.batch = batch
         self.budget = budget
+        self.idle_every = idle_every
         self.clock = clock
+        self._next_idle = 0.0
+        self._found = False
         self._behind_since: float | None = None
         self._warned_at: float | None = None
+
+    def due(self) -> bool:
+        """Whether to prune now: the last prune found something, or it found
+        nothing ``idle_every`` seconds ago."""
+        return self._found or self.clock() >= self._next_idle
 
     def prune(self) -> Pruned:
         """Delete batches of old tasks and events until none is left or the
@@ -91,6 +106,8 @@ class Retention:
                 break
         if tasks_left or events_left:  # or the last batch took exactly the rest
             pruned.backlog = self.store.retention_backlog(self.retention)
+        self._found = bool(pruned.tasks or pruned.events)
+        self._next_idle = self.clock() + self.idle_every
         self._tell(pruned)
         return pruned
 

@@ -10,10 +10,9 @@ Each cycle (every ``interval`` seconds, 1 s by default), if this process leads:
    the task tallies that stats and metrics read;
 4. delete finished tasks and events older than the retention (7 days by
    default), in batches, for up to ``prune_budget`` seconds a cycle
-   (:mod:`tenure.maintenance.retention`): every cycle, so that nothing outlives
-   the retention by more than a cycle or two, and the deletes come as a trickle
-   of small ones rather than a burst a minute (with nothing old, two index
-   probes);
+   (:mod:`tenure.maintenance.retention`): every cycle while prunes find
+   something, so that nothing outlives the retention by more than a cycle or
+   two and the deletes come as a trickle, else every ``prune_every`` seconds;
 5. every ``prune_every`` seconds: delete the reports of queries no longer run,
    forget workers silent for long, expire unique locks past their time to live
    (a lock's own task gives it up in the transition that ends its phase; this
@@ -113,7 +112,9 @@ class Scheduler:
         self.supervisor = Supervisor(store, clock=clock)
         self.periodic = PeriodicEnqueuer(periodics or [])
         self.observer = Observer(observations or [])
-        self.pruner = Retention(store, retention, budget=prune_budget, clock=clock)
+        self.pruner = Retention(
+            store, retention, budget=prune_budget, idle_every=prune_every, clock=clock
+        )
         self.watch_every = leader_lease / 2
         self._next_prune = self._next_watch = 0.0
         self._was_leader = False
@@ -133,7 +134,8 @@ class Scheduler:
         self._step(report, "periodic", lambda: self._enqueue(report))
         self._step(report, "observe", lambda: self._observe(report))
         self._step(report, "tally", self.store.tally_fold)
-        self._step(report, "prune", lambda: self._prune(report))
+        if self.pruner.due():
+            self._step(report, "prune", lambda: self._prune(report))
         if self.clock() >= self._next_prune:
             self._step(report, "housekeep", lambda: self._housekeep(report))
             self._next_prune = self.clock() + self.prune_every
