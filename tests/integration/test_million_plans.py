@@ -19,7 +19,7 @@ import pytest
 from tenure.store.backend import AFTER_ALL
 from tenure.store.postgres import rows
 from tenure.store.postgres.schema import Q
-from tenure.store.sqlreads import SqlReads
+from tenure.store.sqlreads import filter_params
 from tenure.store.types import TaskFilter
 from tests.integration.million import RARE_TOPIC
 from tests.integration.test_postgres_plan import nodes
@@ -29,17 +29,10 @@ pytestmark = pytest.mark.slow
 HISTORY = {"tasks", "events"}
 
 
-class PostgresReads(SqlReads):
-    """The SQL stores' shared reads, with PostgreSQL's rows: the parameters its
-    statements take."""
-
-    rows = rows
-
-
 def filters(**given: Any) -> dict[str, Any]:
     """A listing's filter parameters, as the store makes them."""
 
-    return PostgresReads()._filter_params(TaskFilter(**given))
+    return filter_params(TaskFilter(**given), rows)
 
 
 SCAN = 100_000

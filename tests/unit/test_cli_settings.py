@@ -3,17 +3,13 @@
 
 from __future__ import annotations
 
-import inspect
 from pathlib import Path
 
 import pytest
 
 import tenure
 from tenure.cli import build_parser, main
-from tenure.maintenance.scheduler import Scheduler
 from tenure.store.url import resolve_url
-from tenure.worker import Worker
-from tenure.worker.worker import POOLS
 
 
 @pytest.fixture
@@ -132,21 +128,3 @@ def test_help_shows_the_value_that_applies_here(
 ) -> None:
     assert main(["worker", "--help"]) == 0
     assert "(default: 8)" in capsys.readouterr().out
-
-
-def test_the_built_in_defaults_are_the_python_apis(project: Path) -> None:
-    """A worker started from the command line with no settings is the worker
-    ``app.worker()`` makes: the options' defaults are read from the API."""
-    (project / "pyproject.toml").write_text("[project]\nname = 'shop'\n")
-    args = build_parser(layered=False).parse_args(["worker", "--app", "m:app"])
-    worker = inspect.signature(Worker).parameters
-    scheduler = inspect.signature(Scheduler).parameters
-    pairs = {"concurrency": "concurrency", "prefetch": "prefetch", "pool": "pool",
-             "lease": "lease", "grace": "grace", "poll": "poll_interval"}  # fmt: skip
-    for option, parameter in pairs.items():
-        assert getattr(args, option) == worker[parameter].default, option
-    for option in ("interval", "leader_lease", "retention"):
-        assert getattr(args, option) == scheduler[option].default, option
-    chosen = [build_parser(layered=False).parse_args(["worker", "--app", "m:app", "--pool", pool])
-              for pool in POOLS]  # fmt: skip
-    assert [args.pool for args in chosen] == list(POOLS)

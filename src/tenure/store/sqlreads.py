@@ -56,7 +56,7 @@ class SqlReads:
     def _task_list(
         self, filters: TaskFilter, after: int, limit: int, newest_first: bool, scan: int | None
     ) -> Listing:
-        params = {"after": after, "limit": limit, "scan": scan, **self._filter_params(filters)}
+        params = {"after": after, "limit": limit, "scan": scan, **filter_params(filters, self.rows)}
         query = "list_tasks"
         if newest_first:
             query, params["before"] = "list_tasks_newest", after or AFTER_ALL
@@ -65,7 +65,7 @@ class SqlReads:
         return Listing(tasks, None if scan is None else found[0]["examined_to"])
 
     def _task_count(self, filters: TaskFilter) -> int:
-        count: int = self._read("count_tasks", self._filter_params(filters))[0]["count"]
+        count: int = self._read("count_tasks", filter_params(filters, self.rows))[0]["count"]
         return count
 
     def _task_find(self, prefix: str) -> list[str]:
@@ -88,15 +88,17 @@ class SqlReads:
         found = self._read("task_run_times", {"sample": sample})
         return [RunTimes(row["name"], row["runs"], row["p99"], row["lease"]) for row in found]
 
-    def _filter_params(self, filters: TaskFilter) -> dict[str, Any]:
-        """The filter parameters of ``list_tasks`` and ``count_tasks``."""
-        return {
-            "topic": filters.topic,
-            "sub_topic": filters.sub_topic,
-            "status": None if filters.status is None else str(filters.status),
-            "name": filters.name,
-            "group_id": filters.group_id,
-            "text": filters.text,
-            "created_from": self.rows.moment_param(filters.created_from),
-            "created_to": self.rows.moment_param(filters.created_to),
-        }
+
+def filter_params(filters: TaskFilter, rows: Rows) -> dict[str, Any]:
+    """The filter parameters of ``list_tasks`` and ``count_tasks``, times as
+    ``rows``' dialect takes them."""
+    return {
+        "topic": filters.topic,
+        "sub_topic": filters.sub_topic,
+        "status": None if filters.status is None else str(filters.status),
+        "name": filters.name,
+        "group_id": filters.group_id,
+        "text": filters.text,
+        "created_from": rows.moment_param(filters.created_from),
+        "created_to": rows.moment_param(filters.created_to),
+    }

@@ -44,11 +44,6 @@ def prefix_pattern(prefix: str) -> str:
     return "".join(f"[{char}]" if char in "*?[" else char for char in prefix) + "*"
 
 
-def moment_param(moment: datetime | None) -> float | None:
-    """A time as the statements take it: seconds since the epoch."""
-    return epoch(moment)
-
-
 def leader_params(lease: LeaderLease) -> dict[str, Any]:
     return {"name": lease.name, "owner": lease.owner, "token": lease.token}
 
@@ -84,6 +79,10 @@ def status_list(statuses: frozenset[Status]) -> str:
 
 def epoch(moment: datetime | None) -> float | None:
     return None if moment is None else moment.timestamp()
+
+
+moment_param = epoch
+"""A time as the statements take it: seconds since the epoch."""
 
 
 def moment(seconds: float | None) -> datetime | None:
