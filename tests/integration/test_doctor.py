@@ -8,7 +8,6 @@ its tables and its schema, which the suite's shared database must not see.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -30,6 +29,7 @@ from tenure.maintenance.leader import SCHEDULER
 from tenure.store import NewTask, ReserveParams
 from tenure.store.types import WorkerInfo
 from tests.conftest import own_database
+from tests.integration.workers import wait_for
 
 HOUR = 3600.0
 
@@ -126,7 +126,8 @@ def test_no_scheduler_alive_is_reported_vacant_or_silent(
         assert "snoozed tasks never wake" in report["findings"][0]["what"]
         lease = store.leader_acquire(SCHEDULER, "scheduler-2", 0.05)  # then silent
         assert lease is not None
-        threading.Event().wait(SILENT_LEASES * 0.05 + 0.1)
+        silent = SILENT_LEASES * 0.05
+        wait_for(lambda: (store.leader_silence(SCHEDULER) or 0.0) > silent, "two silent leases")
         assert [f.code for f in check_scheduler(Subject(url, store))] == ["no-scheduler"]
         store.leader_extend(lease, 300.0)  # kept again
         assert check_scheduler(Subject(url, store)) == []

@@ -96,6 +96,9 @@ def test_a_store_knows_whether_a_pooler_is_in_between_and_where_to_listen(
         stores = [cast(PostgresStore, store) for store in (through, told, straight)]
         assert [store.pooled for store in stores] == [True, True, False]
         assert [store.listen(5) for store in stores] == [False, True, True]
+        # The server sees the pooler's connections, not each store's pool:
+        # tenure doctor does not count them against max_connections.
+        assert [store.connections_at_most for store in stores] == [None, None, 12]
 
 
 def test_enqueue_one_and_many_from_threads(pooled_url: str, direct: Store) -> None:

@@ -215,7 +215,7 @@ class Backend(ABC):
     def connections_at_most(self) -> int | None:
         """The most connections this store opens to a database server at once
         (its pool and its listener), ``None`` where there is no server whose
-        connections are counted (SQLite)."""
+        connections it counts (SQLite; PostgreSQL behind a pooler)."""
         return None
 
     @abstractmethod

@@ -388,9 +388,10 @@ class PostgresStore(Listening, PostgresLog, SqlReads, Store):
         return stale
 
     @property
-    def connections_at_most(self) -> int:
-        """The pool's most, and a listener each for tasks and for events."""
-        return self._pool.max_size + 2
+    def connections_at_most(self) -> int | None:
+        """The pool's most, and a listener each for tasks and for events;
+        ``None`` behind a pooler, whose own pool is what the server sees."""
+        return None if self.pooled else self._pool.max_size + 2
 
     # -- unique locks -------------------------------------------------------------------
 
