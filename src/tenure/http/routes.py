@@ -24,15 +24,16 @@ from tenure.admin import TaskAdmin
 from tenure.app import App
 from tenure.errors import InvalidInput
 from tenure.function import TaskFunction
-from tenure.http import inputs
+from tenure.http import inputs, where
 from tenure.http.inputs import ApiError
-from tenure.http.surface import OPERATIONS, OPTIONS, Operation, read
+from tenure.http.surface import OPERATIONS, OPTIONS, Operation
 from tenure.shapes import event_json, stats_json, task_json, worker_json
 from tenure.task import Task
 
 T = TypeVar("T")
 Values = dict[str, Any]
-"""A request's parameters, read and checked, by keyword (:func:`~tenure.http.surface.read`)."""
+"""A request's parameters, read and checked, by keyword
+(:func:`~tenure.http.inputs.read_parameters`)."""
 Handler = Callable[[Request, Values], Awaitable[Response]]
 
 NO_STORE = {"Cache-Control": "no-store"}
@@ -83,7 +84,10 @@ class Api:
 
         async def endpoint(request: Request) -> Response:
             method = "GET" if request.method == "HEAD" else request.method
-            values = read(operations[method], request.query_params, request.path_params)
+            operation = operations[method]
+            values = inputs.read_parameters(
+                operation.parameters, request.query_params, request.path_params
+            )
             return await handlers[method](request, values)
 
         return endpoint
@@ -116,8 +120,7 @@ class Api:
             raise ApiError(404, "name", unknown.message) from None
         check_keywords(function, wanted.kwargs)
         task = await self._work(lambda _: enqueue(function, wanted))
-        root = request.scope.get("root_path", "")
-        location = f"{root}/api/tasks/{quote(task.id, safe='')}"
+        location = f"{where.root(request.scope)}/api/tasks/{quote(task.id, safe='')}"
         return reply(task_json(task), 201, {"Location": location})
 
     async def get_task(self, request: Request, values: Values) -> Response:
