@@ -18,8 +18,11 @@ SELECT extract(epoch FROM now() - (
            WHERE status IN ('done', 'failed', 'cancelled')))::float8 AS finished,
        extract(epoch FROM now() - (SELECT min(at) FROM events))::float8 AS event;
 
--- The wait of each task started in the last :window seconds, from its creation.
+-- The wait of each task finished in the last :window seconds, from its creation
+-- to its start (the soak's tasks end as they start): a walk of tasks_finished,
+-- not a scan of the table on the server whose work is measured.
 -- name: pickups
 SELECT extract(epoch FROM started_at - created_at)::float8 AS seconds
 FROM tasks
-WHERE started_at >= now() - make_interval(secs => %(window)s::float8);
+WHERE status IN ('done', 'failed', 'cancelled')
+  AND finished_at >= now() - make_interval(secs => %(window)s::float8);

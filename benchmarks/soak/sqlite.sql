@@ -8,9 +8,11 @@ SELECT :now - (SELECT min(finished_at) FROM tasks
                WHERE status IN ('done', 'failed', 'cancelled')) AS finished,
        :now - (SELECT min(at) FROM events) AS event;
 
--- The wait of each task started since :since, from its creation.
+-- The wait of each task finished since :since, from its creation to its start
+-- (the soak's tasks end as they start): a walk of tasks_finished.
 -- name: pickups
-SELECT started_at - created_at AS seconds FROM tasks WHERE started_at >= :since;
+SELECT started_at - created_at AS seconds FROM tasks
+WHERE status IN ('done', 'failed', 'cancelled') AND finished_at >= :since;
 
 -- Pages of the file that hold no row, to be reused before it grows.
 -- name: free_pages
