@@ -91,12 +91,15 @@ def variant(spec: str) -> Variant:
 @contextmanager
 def variant_store(admin_url: str, sql: str) -> Iterator[PostgresTarget]:
     """A throwaway database on the server holding tenure's schema changed by
-    ``sql`` (emptying it between measurements keeps the change), dropped after."""
+    ``sql`` (emptying it between measurements keeps the change), dropped after.
+    The variant's SQL finds tenure's objects by their names alone: it runs with
+    tenure's schema first in its search path."""
     target = PostgresTarget(admin_url)
     try:
         url = target.fresh()  # migrates
         if sql:
-            with psycopg.connect(url, autocommit=True) as conn:
+            path = "-c search_path=tenure,public"
+            with psycopg.connect(url, autocommit=True, options=path) as conn:
                 try:
                     conn.execute(sql.encode())
                 except psycopg.Error as exc:

@@ -60,11 +60,25 @@ def postgres_url() -> Iterator[str]:
         pytest.skip(reason)
     with admin:
         admin.execute(f'CREATE DATABASE "{dbname}"')
+    url = _with_database(POSTGRES_URL, dbname)
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(APPLICATION_TABLES)
     try:
-        yield _with_database(POSTGRES_URL, dbname)
+        yield url
     finally:
         with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
+
+
+APPLICATION_TABLES = """
+CREATE TABLE public.tasks (id serial PRIMARY KEY, title text NOT NULL, done boolean);
+CREATE TABLE public.events (id serial PRIMARY KEY, name text NOT NULL);
+INSERT INTO public.tasks (title, done) VALUES ('an application row', false);
+INSERT INTO public.events (name) VALUES ('an application row');
+"""
+"""An application's own tables, in the run's database, named as tenure's are in
+its schema: every test runs beside them, so a statement of tenure's that
+named a table without its schema would find these and fail."""
 
 
 @contextmanager
@@ -196,17 +210,17 @@ def _emptying(conn: psycopg.Connection[Any]) -> tuple[str, str]:
     tables = [
         name
         for (name,) in conn.execute(
-            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+            "SELECT tablename FROM pg_tables WHERE schemaname = 'tenure'"
             " AND tablename <> 'tenure_migrations' ORDER BY tablename <> 'tasks', tablename"
         )
     ]  # tasks first: its DELETE trigger writes tallies, deleted after it
     identities = conn.execute(
         "SELECT table_name, column_name FROM information_schema.columns"
-        " WHERE table_schema = current_schema() AND is_identity = 'YES'"
+        " WHERE table_schema = 'tenure' AND is_identity = 'YES'"
     ).fetchall()
-    deleting = [f'DELETE FROM "{table}"' for table in tables]
-    deleting += [f'ALTER TABLE "{t}" ALTER COLUMN "{c}" RESTART' for t, c in identities]
-    listed = ", ".join(f'"{table}"' for table in tables)
+    deleting = [f'DELETE FROM tenure."{table}"' for table in tables]
+    deleting += [f'ALTER TABLE tenure."{t}" ALTER COLUMN "{c}" RESTART' for t, c in identities]
+    listed = ", ".join(f'tenure."{table}"' for table in tables)
     return "; ".join(deleting), f"TRUNCATE {listed} RESTART IDENTITY"
 
 

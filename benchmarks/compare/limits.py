@@ -50,10 +50,12 @@ from tenure.store.postgres import copying
 from tenure.store.postgres import rows as postgres_rows
 from tenure.store.postgres.arrays import text_encoding
 from tenure.store.postgres.driver import configure, connection_kwargs
-from tenure.store.postgres.schema import Q as POSTGRES_Q
+from tenure.store.postgres.schema import queries as postgres_queries
 from tenure.store.sqlite import rows as sqlite_rows
 from tenure.store.sqlite.schema import Q as SQLITE_Q
 from tenure.store.types import PreparedTask
+
+POSTGRES_Q = postgres_queries()
 
 SCRIPT = "pgbench_insert.sql"
 DATA = '{"args": [], "kwargs": {}}'

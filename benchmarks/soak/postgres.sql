@@ -8,21 +8,21 @@ SELECT c.relname AS name, pg_total_relation_size(c.oid) AS bytes,
 FROM pg_class AS c
 JOIN pg_namespace AS n ON n.oid = c.relnamespace
 LEFT JOIN pg_stat_user_tables AS s ON s.relid = c.oid
-WHERE c.relkind = 'r' AND n.nspname = current_schema();
+WHERE c.relkind = 'r' AND n.nspname = 'tenure';
 
 -- How long ago the oldest finished task finished, and the oldest event was
 -- written, in seconds (NULL: none).
 -- name: oldest
 SELECT extract(epoch FROM now() - (
-           SELECT min(finished_at) FROM tasks
+           SELECT min(finished_at) FROM tenure.tasks
            WHERE status IN ('done', 'failed', 'cancelled')))::float8 AS finished,
-       extract(epoch FROM now() - (SELECT min(at) FROM events))::float8 AS event;
+       extract(epoch FROM now() - (SELECT min(at) FROM tenure.events))::float8 AS event;
 
 -- The wait of each task finished in the last :window seconds, from its creation
 -- to its start (the soak's tasks end as they start): a walk of tasks_finished,
 -- not a scan of the table on the server whose work is measured.
 -- name: pickups
 SELECT extract(epoch FROM started_at - created_at)::float8 AS seconds
-FROM tasks
+FROM tenure.tasks
 WHERE status IN ('done', 'failed', 'cancelled')
   AND finished_at >= now() - make_interval(secs => %(window)s::float8);

@@ -16,9 +16,9 @@ DO $$
 DECLARE
     tables text;
 BEGIN
-    SELECT string_agg(format('%I', tablename), ', ') INTO tables
+    SELECT string_agg(format('tenure.%I', tablename), ', ') INTO tables
     FROM pg_tables
-    WHERE schemaname = current_schema() AND tablename <> 'tenure_migrations';
+    WHERE schemaname = 'tenure' AND tablename <> 'tenure_migrations';
     IF tables IS NOT NULL THEN
         EXECUTE 'TRUNCATE ' || tables || ' RESTART IDENTITY';
     END IF;
@@ -29,7 +29,7 @@ $$;
 -- if they had run an hour ago. The store's insert trigger logs one event per
 -- row, as it did for real tasks.
 -- name: load_finished
-INSERT INTO tasks (
+INSERT INTO tenure.tasks (
     id, topic, name, status, data, result, attempts, max_attempts, assignee,
     created_at, updated_at, started_at, finished_at, duration, record_ver
 )

@@ -32,7 +32,8 @@ def fill_million(store: Store, url: str) -> None:
         columns = [
             row[0]
             for row in conn.execute(
-                "SELECT column_name FROM information_schema.columns WHERE table_name = 'tasks'"
+                "SELECT column_name FROM information_schema.columns"
+                " WHERE table_schema = 'tenure' AND table_name = 'tasks'"
                 " AND column_name NOT IN ('seq', 'id', 'group_id', 'topic')"
                 " ORDER BY ordinal_position"
             )
@@ -40,16 +41,16 @@ def fill_million(store: Store, url: str) -> None:
         listed = ", ".join(columns)
         rebuilt = _drop_secondary_indexes(conn)
         conn.execute(
-            f"INSERT INTO tasks (id, group_id, topic, {listed})"
+            f"INSERT INTO tenure.tasks (id, group_id, topic, {listed})"
             " SELECT id || '-' || copy, 'batch-' || copy,"
             f" CASE WHEN topic = '{RARE_TOPIC}' THEN 't0' ELSE topic END, {listed}"
-            f" FROM tasks CROSS JOIN generate_series(1, {COPIES}) AS copy ORDER BY copy, seq"
+            f" FROM tenure.tasks CROSS JOIN generate_series(1, {COPIES}) AS copy ORDER BY copy, seq"
         )
         conn.execute("SET maintenance_work_mem = '256MB'")
         for definition in rebuilt:
             conn.execute(definition)
-        conn.execute("VACUUM ANALYZE tasks")
-        conn.execute("ANALYZE events")  # as autovacuum would soon
+        conn.execute("VACUUM ANALYZE tenure.tasks")
+        conn.execute("ANALYZE tenure.events")  # as autovacuum would soon
     store.tally_fold()
 
 
@@ -58,9 +59,9 @@ def _drop_secondary_indexes(conn: psycopg.Connection[tuple[str, ...]]) -> list[s
     the statements that create them again, as the schema defines them."""
     found = conn.execute(
         "SELECT i.indexname, i.indexdef FROM pg_indexes AS i"
-        " WHERE i.schemaname = current_schema() AND i.tablename IN ('tasks', 'events')"
+        " WHERE i.schemaname = 'tenure' AND i.tablename IN ('tasks', 'events')"
         " AND NOT EXISTS (SELECT 1 FROM pg_constraint AS c WHERE c.conname = i.indexname)"
     ).fetchall()
     for name, _ in found:
-        conn.execute(f'DROP INDEX "{name}"')
+        conn.execute(f'DROP INDEX tenure."{name}"')
     return [definition for _, definition in found]

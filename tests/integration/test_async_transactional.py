@@ -385,7 +385,7 @@ def test_a_cancelled_enqueue_leaves_an_idle_connection_usable(
 
     async def scenario(conn: AsyncConnection) -> str:
         with psycopg.connect(postgres_url) as blocker:
-            blocker.execute("LOCK TABLE tasks IN ACCESS EXCLUSIVE MODE")
+            blocker.execute("LOCK TABLE tenure.tasks IN ACCESS EXCLUSIVE MODE")
             pending = asyncio.ensure_future(job.options(connection=conn).aenqueue(1))
             with psycopg.connect(postgres_url, autocommit=True) as watcher:
                 for _ in range(500):  # until the insert waits on the lock

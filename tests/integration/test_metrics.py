@@ -113,7 +113,8 @@ def test_a_scrape_of_a_million_tasks_is_quick_and_exact(million_url: str) -> Non
     assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/plain")
     samples = parse(answer.text)
     with psycopg.connect(million_url) as conn:
-        rows = conn.execute("SELECT topic, status, count(*) FROM tasks GROUP BY 1, 2").fetchall()
+        counting = "SELECT topic, status, count(*) FROM tenure.tasks GROUP BY 1, 2"
+        rows = conn.execute(counting).fetchall()
     assert tasks_of(samples) == {(topic, status): float(n) for topic, status, n in rows}
     assert sum(n for _, _, n in rows) == 1_000_000
     assert elapsed < 0.2, f"a scrape took {elapsed * 1000:.0f} ms"

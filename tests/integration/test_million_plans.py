@@ -18,11 +18,13 @@ import pytest
 
 from tenure.store.backend import AFTER_ALL
 from tenure.store.postgres import rows
-from tenure.store.postgres.schema import Q
+from tenure.store.postgres.schema import queries
 from tenure.store.sqlreads import filter_params
 from tenure.store.types import TaskFilter
 from tests.integration.million import RARE_TOPIC
 from tests.integration.test_postgres_plan import nodes
+
+Q = queries()
 
 pytestmark = pytest.mark.slow
 
@@ -74,7 +76,7 @@ def reads(some_id: str) -> Iterator[tuple[str, str, dict[str, Any], int]]:
 @pytest.fixture(scope="module")
 def some_id(million_url: str) -> str:
     with psycopg.connect(million_url) as conn:
-        found = conn.execute("SELECT id FROM tasks ORDER BY seq DESC LIMIT 1").fetchone()
+        found = conn.execute("SELECT id FROM tenure.tasks ORDER BY seq DESC LIMIT 1").fetchone()
     assert found is not None
     return str(found[0])
 

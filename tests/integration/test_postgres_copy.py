@@ -48,9 +48,9 @@ def copies(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     sizes: list[int] = []
     real = copying.copy_rows
 
-    def counted(conn: Any, tasks: Any, now: Any) -> list[Task]:
+    def counted(q: Any, conn: Any, tasks: Any, now: Any) -> list[Task]:
         sizes.append(len(tasks))
-        return real(conn, tasks, now)
+        return real(q, conn, tasks, now)
 
     monkeypatch.setattr(copying, "copy_rows", counted)
     return sizes

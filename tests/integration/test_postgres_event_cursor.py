@@ -14,7 +14,9 @@ import pytest
 from tenure import Event, Store
 from tenure.store import NewTask
 from tenure.store.postgres.backend import PostgresStore
-from tenure.store.postgres.schema import Q
+from tenure.store.postgres.schema import queries
+
+Q = queries()
 
 Connection = psycopg.Connection[tuple[Any, ...]]
 
@@ -59,7 +61,7 @@ class NaiveReader:
     def poll(self) -> None:
         with psycopg.connect(self.url, autocommit=True) as conn:
             rows = conn.execute(
-                "SELECT id, task_id FROM events WHERE id > %s ORDER BY id", [self.last_id]
+                "SELECT id, task_id FROM tenure.events WHERE id > %s ORDER BY id", [self.last_id]
             ).fetchall()
         for event_id, task_id in rows:
             self.last_id = event_id
@@ -134,7 +136,7 @@ def test_events_from_before_the_migration_come_first(store: PostgresStore) -> No
     store.task_create(NewTask(topic="t", name="n", id="new"))
     with psycopg.connect(store.url, autocommit=True) as conn:
         conn.execute(
-            "INSERT INTO events (task_id, topic, name, to_status, attempt, at, xid)"
+            "INSERT INTO tenure.events (task_id, topic, name, to_status, attempt, at, xid)"
             " VALUES ('old', 't', 'n', 'pending', 0, now(), '0')"
         )
     [old, new] = store.event_list()
@@ -148,7 +150,7 @@ def test_listing_walks_the_cursor_index(store: PostgresStore, postgres_url: str)
     middle = store.event_list(limit=10_000)[9_999].cursor
     xid, event_id = middle.split(".")
     with psycopg.connect(postgres_url, autocommit=True) as conn:
-        conn.execute("ANALYZE events")
+        conn.execute("ANALYZE tenure.events")
         row = conn.execute(
             f"EXPLAIN (ANALYZE, FORMAT JSON) {Q['list_events']}",
             {"after_xid": xid, "after_id": int(event_id), "limit": 100},

@@ -132,7 +132,7 @@ def test_interrupted_batch_complete_changes_nothing(
     running = store.task_reserve(ReserveParams(owner="w", limit=3))
     leases = [Lease(t.id, "w", t.lease_token or 0) for t in running]
     before = store.event_list()
-    blocker.execute("SELECT 1 FROM tasks WHERE id = 'z' FOR UPDATE")
+    blocker.execute("SELECT 1 FROM tenure.tasks WHERE id = 'z' FOR UPDATE")
     completions = [Completion(lease, "done") for lease in leases]
     future = interrupt(admin, lambda: store.task_complete_many(completions))
     assert isinstance(future.exception(), StoreUnavailable)
@@ -148,7 +148,7 @@ def test_interrupted_reserve_leases_nothing(
 ) -> None:
     store.task_create(new("only"))
     # A held ACCESS EXCLUSIVE lock stops even SKIP LOCKED from reading the table.
-    blocker.execute("LOCK TABLE tasks IN ACCESS EXCLUSIVE MODE")
+    blocker.execute("LOCK TABLE tenure.tasks IN ACCESS EXCLUSIVE MODE")
     future = interrupt(admin, lambda: store.task_reserve(ReserveParams(owner="w")))
     assert isinstance(future.exception(), StoreUnavailable)
     blocker.rollback()

@@ -86,30 +86,35 @@ def unique_violation_of_leaders(url: str) -> psycopg.Error:
     """A real unique violation of the leaders' key, as the server reports it."""
     with psycopg.connect(url, autocommit=True) as conn:
         insert = (
-            "INSERT INTO leaders (name, owner, token, record_ver, lease_seconds, updated_at)"
+            "INSERT INTO tenure.leaders (name, owner, token, record_ver, lease_seconds, updated_at)"
             " VALUES ('dup', NULL, NULL, 1, 1, now())"
         )
         conn.execute(insert)
         try:
             conn.execute(insert)
         except psycopg.errors.UniqueViolation as exc:
-            conn.execute("DELETE FROM leaders WHERE name = 'dup'")
+            conn.execute("DELETE FROM tenure.leaders WHERE name = 'dup'")
             return exc
     raise AssertionError("no unique violation")
 
 
 def failing_first(monkeypatch: pytest.MonkeyPatch, error: psycopg.Error, times: int) -> list[str]:
     """Make the first ``times`` leader_acquire statements raise ``error``."""
-    real = statements.fetch
+    real = statements.Statements.fetch
     calls: list[str] = []
 
-    def fetch(conn: statements.Connection, query: str, params: dict[str, Any]) -> Any:
+    def fetch(
+        self: statements.Statements,
+        conn: statements.Connection,
+        query: str,
+        params: dict[str, Any],
+    ) -> Any:
         calls.append(query)
         if query == "leader_acquire" and calls.count(query) <= times:
             raise error
-        return real(conn, query, params)
+        return real(self, conn, query, params)
 
-    monkeypatch.setattr(statements, "fetch", fetch)  # the module the backend calls
+    monkeypatch.setattr(statements.Statements, "fetch", fetch)  # what the backend calls
     return calls
 
 
@@ -142,7 +147,7 @@ def test_other_unique_violations_are_not_run_again(
         pytest.raises(psycopg.errors.UniqueViolation) as raised,
     ):
         conn.execute(
-            "INSERT INTO tasks (id, topic, name, status, data, run_at, created_at,"
+            "INSERT INTO tenure.tasks (id, topic, name, status, data, run_at, created_at,"
             " updated_at) VALUES ('same', 't', 'n', 'pending', 'null', now(), now(), now())"
         )
     calls = failing_first(monkeypatch, raised.value, 1)
@@ -163,7 +168,7 @@ def test_prune_skips_a_task_being_retried_and_never_deletes_it(
         store.task_cancel(task.id, now=old)
     with psycopg.connect(url) as retrying:  # a retry, not committed yet
         retrying.execute(
-            "UPDATE tasks SET status = 'pending', finished_at = NULL,"
+            "UPDATE tenure.tasks SET status = 'pending', finished_at = NULL,"
             " record_ver = record_ver + 1 WHERE id = %s",
             [tasks[0].id],
         )
@@ -244,7 +249,7 @@ def test_a_leadership_has_an_owner_if_and_only_if_it_has_a_token(
         for owner, token in (("a", None), (None, 1)):
             with pytest.raises(psycopg.errors.CheckViolation):
                 conn.execute(
-                    "INSERT INTO leaders (name, owner, token, record_ver, lease_seconds,"
+                    "INSERT INTO tenure.leaders (name, owner, token, record_ver, lease_seconds,"
                     " updated_at) VALUES ('x', %s, %s, 1, 1, now())",
                     [owner, token],
                 )

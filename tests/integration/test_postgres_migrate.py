@@ -29,7 +29,7 @@ def migrate_in_child(url: str, start: Event, out: str) -> None:
 
 def ledger(url: str) -> list[tuple[int, str]]:
     with psycopg.connect(url) as conn:
-        rows = conn.execute("SELECT version, name FROM tenure_migrations ORDER BY version")
+        rows = conn.execute("SELECT version, name FROM tenure.tenure_migrations ORDER BY version")
         return [(int(version), str(name)) for version, name in rows]
 
 
@@ -94,8 +94,8 @@ def test_statements_prepared_before_a_column_is_added_stay_valid(blank_postgres_
             store.task_get(task.id)
             store.task_list(limit=5)
         with psycopg.connect(blank_postgres_url, autocommit=True) as other:
-            other.execute("ALTER TABLE tasks ADD COLUMN added_later text")
-            other.execute("ALTER TABLE events ADD COLUMN added_later text")
+            other.execute("ALTER TABLE tenure.tasks ADD COLUMN added_later text")
+            other.execute("ALTER TABLE tenure.events ADD COLUMN added_later text")
         assert store.task_get(task.id) == task
         assert store.task_list(limit=5).tasks == [task]
         assert [e.task_id for e in store.event_list()] == [task.id]

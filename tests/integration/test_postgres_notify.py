@@ -229,7 +229,7 @@ def test_a_waiter_whose_registration_failed_looks_again_once_one_is_made(
             holder.execute("SELECT pg_advisory_lock_shared(hashtext('tenure.wake'))")
             store.task_wait(["late"], 0)  # registering is refused: lock_timeout
             # So nothing is registered, and this task's commit notifies no one.
-            assert holder.execute("SELECT count(*) FROM wake_wanted").fetchone() == (0,)
+            assert holder.execute("SELECT count(*) FROM tenure.wake_wanted").fetchone() == (0,)
             producer.task_create(NewTask(topic="late", name="n"))
             waiting = Waiting(store, ["late"], LONG)
             holder.execute("SELECT pg_advisory_unlock_shared(hashtext('tenure.wake'))")

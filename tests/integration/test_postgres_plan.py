@@ -13,8 +13,10 @@ import pytest
 from tenure import Lease
 from tenure.store import NewTask, ReserveParams
 from tenure.store.postgres.backend import PostgresStore
-from tenure.store.postgres.schema import Q
+from tenure.store.postgres.schema import queries
 from tests.conftest import _empty_postgres
+
+Q = queries()
 
 DONE_ROWS = 1_000_000
 PENDING_INDEXES = {"tasks_pending", "tasks_pending_by_topic"}
@@ -28,18 +30,18 @@ def history(postgres_url: str) -> Iterator[PostgresStore]:
     with psycopg.connect(postgres_url) as conn:
         # The history needs no events: the creation trigger is off for the load
         # only, inside its transaction, so no failure can leave it off.
-        conn.execute("ALTER TABLE tasks DISABLE TRIGGER tasks_created")
+        conn.execute("ALTER TABLE tenure.tasks DISABLE TRIGGER tasks_created")
         conn.execute(
-            "INSERT INTO tasks (id, topic, name, status, data, run_at, created_at,"
+            "INSERT INTO tenure.tasks (id, topic, name, status, data, run_at, created_at,"
             " updated_at, finished_at)"
             " SELECT 'done-' || i, 't', 'n', 'done', 'null', now(), now(), now(), now()"
             " FROM generate_series(1, %s) AS i",
             [DONE_ROWS],
         )
-        conn.execute("ALTER TABLE tasks ENABLE TRIGGER tasks_created")
+        conn.execute("ALTER TABLE tenure.tasks ENABLE TRIGGER tasks_created")
         conn.commit()
         conn.autocommit = True
-        conn.execute("ANALYZE tasks")
+        conn.execute("ANALYZE tenure.tasks")
     store.task_create_many([NewTask(topic="t", name="n") for _ in range(20)])
     yield store
     store.close()

@@ -62,8 +62,8 @@ def quiet_store(postgres_url: str) -> Iterator[PostgresStore]:
 
 def analyze(store: PostgresStore) -> None:
     with psycopg.connect(store.url, autocommit=True) as conn:
-        conn.execute("ANALYZE tasks")
-        conn.execute("ANALYZE events")
+        conn.execute("ANALYZE tenure.tasks")
+        conn.execute("ANALYZE tenure.events")
 
 
 @pytest.mark.parametrize("topics", [None, ["t"], ["t", "u"]])
@@ -110,6 +110,7 @@ def test_statistics_are_refreshed_only_where_autovacuum_is_off(
     assert store.statistics_refresh() == []  # fresh now
     with psycopg.connect(url) as conn:
         row = conn.execute(
-            "SELECT last_analyze IS NOT NULL FROM pg_stat_user_tables WHERE relname = 'tasks'"
+            "SELECT last_analyze IS NOT NULL FROM pg_stat_user_tables"
+            " WHERE schemaname = 'tenure' AND relname = 'tasks'"
         ).fetchone()
     assert row == (True,)

@@ -46,25 +46,26 @@ def interleaved(postgres_url: str) -> Iterator[PostgresStore]:
         columns = [
             row[0]
             for row in conn.execute(
-                "SELECT column_name FROM information_schema.columns WHERE table_name = 'tasks'"
+                "SELECT column_name FROM information_schema.columns"
+                " WHERE table_schema = 'tenure' AND table_name = 'tasks'"
                 " AND column_name NOT IN ('seq', 'id', 'group_id') ORDER BY ordinal_position"
             )
         ]
         listed = ", ".join(columns)
         # No events or wake-ups for the copies: their triggers are off for the
         # load only, inside its transaction.
-        conn.execute("ALTER TABLE tasks DISABLE TRIGGER tasks_created")
-        conn.execute("ALTER TABLE tasks DISABLE TRIGGER tasks_created_wake")
+        conn.execute("ALTER TABLE tenure.tasks DISABLE TRIGGER tasks_created")
+        conn.execute("ALTER TABLE tenure.tasks DISABLE TRIGGER tasks_created_wake")
         conn.execute(
-            f"INSERT INTO tasks (id, group_id, {listed})"
+            f"INSERT INTO tenure.tasks (id, group_id, {listed})"
             f" SELECT id || '-' || copy, group_id || '-' || copy, {listed}"
-            f" FROM tasks CROSS JOIN generate_series(1, {COPIES}) AS copy ORDER BY copy, seq"
+            f" FROM tenure.tasks CROSS JOIN generate_series(1, {COPIES}) AS copy ORDER BY copy, seq"
         )
-        conn.execute("ALTER TABLE tasks ENABLE TRIGGER tasks_created")
-        conn.execute("ALTER TABLE tasks ENABLE TRIGGER tasks_created_wake")
+        conn.execute("ALTER TABLE tenure.tasks ENABLE TRIGGER tasks_created")
+        conn.execute("ALTER TABLE tenure.tasks ENABLE TRIGGER tasks_created_wake")
         conn.commit()
         conn.autocommit = True
-        conn.execute("VACUUM ANALYZE tasks")
+        conn.execute("VACUUM ANALYZE tenure.tasks")
     yield store
     store.close()
     _empty_postgres(postgres_url, truncate=True)

@@ -45,7 +45,7 @@ def test_truncating_tasks_empties_the_counts_and_keeps_the_totals(
     store.task_create(NewTask(topic="t", name="n"))  # a delta row not folded yet
     totals = store.task_transition_totals()
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("TRUNCATE tasks")
+        conn.execute("TRUNCATE tenure.tasks")
     assert store.task_stats().counts == {}
     assert store.task_transition_totals() == totals  # history, not the tasks there are
     store.task_create(NewTask(topic="t", name="n"))
@@ -53,21 +53,37 @@ def test_truncating_tasks_empties_the_counts_and_keeps_the_totals(
     assert store.task_stats().counts == {"t": {Status.PENDING: 1}}
 
 
+LEGACY_LEDGER = """
+CREATE TABLE IF NOT EXISTS public.tenure_migrations (
+    version    integer     PRIMARY KEY,
+    name       text        NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+)"""
+"""The ledger as versions before 0016 made it, in public."""
+
+
 def apply_up_to(url: str, last: int) -> None:
-    """Migrate a blank database as far as version ``last``, as schema.migrate would."""
+    """Migrate a blank database as far as version ``last`` (before 0016) as the
+    versions of those days did: in public, where the next store to open it
+    finds an install to move into tenure's schema before migrating it on."""
+    assert last < 16, "from 0016 on, tenure lives in its own schema"
     with psycopg.connect(url, autocommit=True) as conn, conn.transaction():
-        conn.execute(schema.Q["lock_migrations"])
-        conn.execute(schema.Q["create_migration_ledger"])
+        conn.execute(schema.queries()["lock_migrations"])
+        conn.execute(LEGACY_LEDGER)
         for version, name, sql in migrations(schema.PACKAGE):
             if version <= last:
                 conn.execute(sql)
-                conn.execute(schema.Q["record_migration"], {"version": version, "name": name})
+                conn.execute(
+                    "INSERT INTO public.tenure_migrations (version, name) VALUES (%s, %s)",
+                    [version, name],
+                )
 
 
 INSERT_TASK = (
-    "INSERT INTO tasks (id, topic, name, status, data, created_at, updated_at)"
+    "INSERT INTO public.tasks (id, topic, name, status, data, created_at, updated_at)"
     " VALUES (%s, 't', 'n', 'pending', 'null', now(), now())"
 )
+"""A task written into an install of before 0016 (see :func:`apply_up_to`)."""
 
 
 def waiting_on_a_lock(conn: psycopg.Connection[Any], application: str) -> bool:
@@ -117,9 +133,10 @@ def test_the_tallies_filled_by_a_migration_miss_no_write_committed_meanwhile(
     assert not migrating.is_alive() and errors == []
     with psycopg.connect(blank_postgres_url) as conn:
         counted = conn.execute(
-            "SELECT topic, status, sum(n) FROM task_counts GROUP BY 1, 2"
+            "SELECT topic, status, sum(n) FROM tenure.task_counts GROUP BY 1, 2"
         ).fetchall()
-        there = conn.execute("SELECT topic, status, count(*) FROM tasks GROUP BY 1, 2").fetchall()
+        counting = "SELECT topic, status, count(*) FROM tenure.tasks GROUP BY 1, 2"
+        there = conn.execute(counting).fetchall()
     assert counted == there == [("t", "pending", 2)]
 
 
@@ -131,7 +148,7 @@ def test_a_fold_with_nothing_to_fold_writes_nothing(store: PostgresStore, url: s
     def rows() -> list[tuple[Any, ...]]:
         with psycopg.connect(url) as conn:
             found = conn.execute(
-                "SELECT ctid::text, topic, status, n FROM task_counts ORDER BY topic, status"
+                "SELECT ctid::text, topic, status, n FROM tenure.task_counts ORDER BY topic, status"
             )
             return found.fetchall()
 

@@ -28,9 +28,11 @@ import pytest
 
 from tenure.store import NewTask, ReserveParams, TaskFilter
 from tenure.store.postgres.backend import PostgresStore
-from tenure.store.postgres.schema import Q
+from tenure.store.postgres.schema import queries
 from tenure.task import Status
 from tests.conftest import _empty_postgres
+
+Q = queries()
 
 ROUNDS = 200
 """Tasks the watched producer enqueues, one at a time."""

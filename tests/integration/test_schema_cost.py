@@ -31,7 +31,10 @@ class Watched(PostgresTarget):
 
     def close(self) -> None:
         with psycopg.connect(self.url) as conn:
-            found = conn.execute("SELECT count(*) FROM pg_trigger WHERE tgname = 'tasks_created'")
+            found = conn.execute(
+                "SELECT count(*) FROM pg_trigger WHERE tgname = 'tasks_created'"
+                " AND tgrelid = 'tenure.tasks'::regclass"
+            )
             schema = "as is" if found.fetchone() == (1,) else "lean"
         self.made.append((self.database, schema))
         super().close()

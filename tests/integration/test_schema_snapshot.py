@@ -84,7 +84,8 @@ def postgres_dump(url: str) -> str:
     from tenure.store.postgres import schema
 
     schema.migrate(url)
-    with psycopg.connect(url, row_factory=dict_row) as conn:
+    # The catalog queries read the current schema: tenure's.
+    with psycopg.connect(url, row_factory=dict_row, options="-c search_path=tenure") as conn:
         found = {
             name[len("postgres_") :]: conn.execute(sql).fetchall()
             for name, sql in CATALOG.items()

@@ -47,8 +47,9 @@ def test_the_postgres_teardown_empties_a_database_at_every_version(
     psycopg = pytest.importorskip("psycopg")
     every = migrations("tenure.store.postgres")
     with psycopg.connect(blank_postgres_url, autocommit=True) as conn:
-        assert conn.execute(CATALOG["postgres_everything"]).fetchall() == []
         for upto in range(1, len(every) + 1):
+            conn.execute("CREATE SCHEMA tenure")  # as the migrations' prologue does
+            conn.execute("SET search_path TO tenure, pg_temp")
             for _, _, sql in every[:upto]:
                 conn.execute(sql)
             assert ("relation", "tasks") in conn.execute(CATALOG["postgres_everything"]).fetchall()
@@ -57,3 +58,6 @@ def test_the_postgres_teardown_empties_a_database_at_every_version(
 
             left = conn.execute(CATALOG["postgres_everything"]).fetchall()
             assert left == [], f"left after {every[upto - 1][1]}"
+            gone = conn.execute("SELECT to_regnamespace('tenure') IS NULL").fetchone()
+            assert gone == (True,), f"schema tenure left after {every[upto - 1][1]}"
+            conn.execute("RESET search_path")

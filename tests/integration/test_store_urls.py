@@ -180,7 +180,7 @@ def test_migration_sql_of_a_fresh_postgres_database_runs_as_a_dba_would(
 def test_migration_sql_holds_only_what_is_missing(blank_postgres_url: str) -> None:
     migrate_store(blank_postgres_url)
     with psycopg.connect(blank_postgres_url, autocommit=True) as conn:
-        conn.execute("DELETE FROM tenure_migrations WHERE version >= 3")
+        conn.execute("DELETE FROM tenure.tenure_migrations WHERE version >= 3")
     assert pending_migrations(blank_postgres_url) == POSTGRES_NAMES[2:]
     assert (
         in_order(migration_sql(blank_postgres_url), "tenure.store.postgres") == POSTGRES_NAMES[2:]

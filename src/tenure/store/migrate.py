@@ -60,17 +60,29 @@ def migration_sql(url: str | None = None, *, pending: bool = True, **options: ob
     ``options``: ``connect_timeout`` for PostgreSQL.
     """
     dialect, url = parse_url(resolve_url(url))
+    if dialect == "postgresql":
+        return _postgres_sql(url, pending, options)
     every = [version for version, _, _ in migrations(DIALECT_PACKAGES[dialect])]
     missing = _missing(dialect, url, options) if pending else every
-    done = set(every) - set(missing)
-    if dialect == "sqlite":
-        from tenure.store.sqlite import schema as sqlite_schema  # noqa: PLC0415
+    from tenure.store.sqlite import schema as sqlite_schema  # noqa: PLC0415
 
-        return sqlite_schema.script(done)
+    return sqlite_schema.script(set(every) - set(missing))
+
+
+def _postgres_sql(url: str, pending: bool, options: dict[str, object]) -> str:
+    """:func:`migration_sql` for PostgreSQL: in the store's schema, after the
+    move of an install found in ``public``."""
     need_psycopg()
+    from tenure.store.postgres import params  # noqa: PLC0415
     from tenure.store.postgres import schema as postgres_schema  # noqa: PLC0415
 
-    return postgres_schema.script(done)
+    schema = params.store_params(url).schema
+    if not pending:
+        return postgres_schema.script((), schema)
+    found = postgres_schema.found(url, **options)  # type: ignore[arg-type]
+    return postgres_schema.script(
+        found.done, schema, schema_exists=found.schema_exists, in_public=found.in_public
+    )
 
 
 def _missing(dialect: Dialect, url: str, options: dict[str, object]) -> list[int]:

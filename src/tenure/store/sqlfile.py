@@ -4,6 +4,8 @@ Each query starts with a line ``-- name: <name>``; comment lines before it
 document it. A part that many queries share (the list of a task's columns)
 starts with ``-- fragment: <name>`` instead, and a query takes it in with
 ``{name}``: it is spliced in once, as the file is loaded, from the file itself.
+A loader may splice names of its own the same way (the PostgreSQL store's
+``{schema}``, a validated identifier, since identifiers cannot be parameters).
 SQL is never assembled from strings at run time: values are always bound
 parameters.
 """
@@ -11,13 +13,17 @@ parameters.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from importlib import resources
 
 _HEADER = re.compile(r"^-- (name|fragment): ([a-z_][a-z0-9_]*)\s*$", re.MULTILINE)
 
 
-def load_queries(package: str, filename: str = "queries.sql") -> dict[str, str]:
-    """Every named query of ``package``/``filename``, by name, fragments spliced in."""
+def load_queries(
+    package: str, filename: str = "queries.sql", splices: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """Every named query of ``package``/``filename``, by name, fragments spliced
+    in, then each of ``splices`` (``{name}`` → its text) wherever it is named."""
     text = resources.files(package).joinpath(filename).read_text(encoding="utf-8")
     parts = _HEADER.split(text)
     queries: dict[str, str] = {}
@@ -35,6 +41,8 @@ def load_queries(package: str, filename: str = "queries.sql") -> dict[str, str]:
                 used = True
         if not used:
             raise ValueError(f"{package}/{filename}: fragment {name!r} is never used")
+    for name, text in (splices or {}).items():
+        queries = {query: sql.replace("{" + name + "}", text) for query, sql in queries.items()}
     return queries
 
 

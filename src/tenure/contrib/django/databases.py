@@ -117,9 +117,9 @@ def same_database(url: str, wrapper: Any) -> bool:
         return _realpath(mine) == _realpath(theirs)
     from psycopg.conninfo import conninfo_to_dict  # noqa: PLC0415 - PostgreSQL only
 
-    from tenure.store.postgres.pooler import split_listen  # noqa: PLC0415 - PostgreSQL only
+    from tenure.store.postgres.params import store_params  # noqa: PLC0415 - PostgreSQL only
 
-    wanted = conninfo_to_dict(split_listen(mine)[0]).get("dbname")
+    wanted = conninfo_to_dict(store_params(mine).url).get("dbname")
     return wanted is None or wanted == conninfo_to_dict(theirs).get("dbname")
 
 

@@ -35,6 +35,8 @@ is a DBA's to apply; ``sqlmigrate`` then still prints the SQL to hand over.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
@@ -119,15 +121,24 @@ def _forwards(schema_editor: Any, dialect: Dialect, name: str) -> None:
     has it (always, for ``sqlmigrate``: it prints what a database lacking it runs)."""
     version, short = int(name[:4]), name[5:]
     schema = _schema(dialect)
-    queries = schema.Q
-    if dialect == "postgresql":
-        # Django opened the transaction, at the isolation of its settings.
-        schema_editor.execute(queries["read_committed"], None)
-        schema_editor.execute(queries["lock_migrations"], None)
-        record = schema.record_statement(version, short)
-    else:
+    if dialect == "sqlite":
         record = schema.record_statement(version, short, time.time())
-    schema_editor.execute(queries["create_migration_ledger"], None)
+        schema_editor.execute(schema.Q["create_migration_ledger"], None)
+        _run(schema_editor, dialect, schema.Q, (version, short), record)
+        return
+    with _postgres_migrating(schema_editor) as queries:
+        record = schema.record_statement(version, short, _postgres_schema())
+        _run(schema_editor, dialect, queries, (version, short), record)
+
+
+def _run(
+    schema_editor: Any,
+    dialect: Dialect,
+    queries: Mapping[str, str],
+    name: tuple[int, str],
+    record: str,
+) -> None:
+    version, short = name
     if not schema_editor.collect_sql and version in _recorded(schema_editor, queries):
         return
     for statement in _split(dialect, _sql(dialect, version, short)):
@@ -135,12 +146,65 @@ def _forwards(schema_editor: Any, dialect: Dialect, name: str) -> None:
     schema_editor.execute(record, None)
 
 
+@contextmanager
+def _postgres_migrating(schema_editor: Any) -> Iterator[Mapping[str, str]]:
+    """Within :func:`_postgres_prologue`; the search path it set for tenure's
+    SQL is given back after, since Django goes on in the same transaction (it
+    records the step in its own table, which it names unqualified)."""
+    from tenure.store.postgres import schema  # noqa: PLC0415 - PostgreSQL only
+
+    previous = None
+    if not schema_editor.collect_sql:
+        with schema_editor.connection.cursor() as cursor:
+            cursor.execute(schema.queries(_postgres_schema())["session_search_path"])
+            previous = cursor.fetchone()[0]
+    queries = _postgres_prologue(schema_editor)
+    yield queries
+    if previous is not None:
+        schema_editor.execute(queries["restore_search_path"], {"path": previous})
+
+
+def _postgres_prologue(schema_editor: Any) -> Mapping[str, str]:
+    """Begin a PostgreSQL migration as tenure's own migrations begin it, in the
+    transaction Django opened (at the isolation of its settings): take the
+    migrations' turn, make the store's schema if missing, search it, move an
+    install found in ``public`` into it, make the ledger. The schema's queries.
+
+    For ``sqlmigrate`` (nothing is read) the printed SQL makes the schema
+    and moves nothing."""
+    from tenure.store.postgres import schema  # noqa: PLC0415 - PostgreSQL only
+
+    queries = schema.queries(_postgres_schema())
+    schema_editor.execute(queries["read_committed"], None)
+    schema_editor.execute(queries["lock_migrations"], None)
+    exists, in_public = False, False
+    if not schema_editor.collect_sql:
+        with schema_editor.connection.cursor() as cursor:
+            cursor.execute(queries["schema_exists"])
+            exists = bool(cursor.fetchone()[0])
+            cursor.execute(queries["install_in_public"])
+            in_public = bool(cursor.fetchone()[0])
+    for statement in schema.prologue(queries, exists, in_public):
+        schema_editor.execute(statement, None)
+    return queries
+
+
+def _postgres_schema() -> str:
+    """The schema of tenure's objects: the store URL's, else the default."""
+    from tenure.store.postgres.params import store_params  # noqa: PLC0415 - PostgreSQL only
+
+    return store_params(bound().settings.url or "").schema
+
+
 def _teardown(schema_editor: Any, dialect: Dialect) -> None:
     """Drop whatever tenure's migrations made, its ledger included."""
-    if dialect == "postgresql":
-        schema_editor.execute(_schema(dialect).Q["lock_migrations"], None)
-    for statement in _split(dialect, teardown(DIALECT_PACKAGES[dialect])):
-        schema_editor.execute(statement, None)
+    if dialect == "sqlite":
+        for statement in _split(dialect, teardown(DIALECT_PACKAGES[dialect])):
+            schema_editor.execute(statement, None)
+        return
+    with _postgres_migrating(schema_editor):
+        for statement in _split(dialect, teardown(DIALECT_PACKAGES[dialect])):
+            schema_editor.execute(statement, None)
 
 
 def _schema(dialect: Dialect) -> ModuleType:
@@ -155,7 +219,7 @@ def _schema(dialect: Dialect) -> ModuleType:
     return sqlite_schema
 
 
-def _recorded(schema_editor: Any, queries: dict[str, str]) -> set[int]:
+def _recorded(schema_editor: Any, queries: Mapping[str, str]) -> set[int]:
     with schema_editor.connection.cursor() as cursor:
         cursor.execute(queries["applied_migrations"])
         return {row[0] for row in cursor.fetchall()}

@@ -46,9 +46,9 @@ from tenure.store.postgres.driver import (
 )
 from tenure.store.postgres.eventlog import PostgresLog
 from tenure.store.postgres.notify import Listener, Listening, Polling
+from tenure.store.postgres.params import store_params
 from tenure.store.postgres.pooling import Pool
 from tenure.store.postgres.rows import Row
-from tenure.store.postgres.schema import Q
 from tenure.store.postgres.statements import Connection
 from tenure.store.refusals import LOST_ERROR, Answer, admin_refusal, refusal
 from tenure.store.sqlreads import Rows, SqlReads
@@ -108,14 +108,15 @@ class PostgresStore(Listening, PostgresLog, SqlReads, Store):
         if connect_timeout is not None:
             connect_timeout = validate.seconds(connect_timeout, "connect_timeout")
         self.url = url
-        url, listen = pooler.split_listen(url)
+        url, listen, self.schema = store_params(url)
+        self._sql = statements.Statements(schema.queries(self.schema))
         self._conninfo = url
         self.migrations_applied: list[int] = []
         with first_connection(url, role, connect_timeout) as conn:
             with translated():
                 self.pooled = pooler.is_pooled(conn)
             if migrate:
-                self.migrations_applied = schema.migrate_connection(conn)
+                self.migrations_applied = schema.migrate_connection(conn, self.schema)
         self._pool: ConnectionPool[Connection] = Pool(
             url,
             kwargs=connection_kwargs(url, role, pooled=self.pooled),
@@ -142,8 +143,8 @@ class PostgresStore(Listening, PostgresLog, SqlReads, Store):
             self._listener = self._event_listener = Polling(pooler.polling_warning(self._conninfo))
             return
         connect = partial(psycopg.connect, url, **connection_kwargs(url, f"{role}-listener"))
-        self._listener = Listener(connect, Q["listen"], self._connection, events=False)
-        self._event_listener = Listener(connect, Q["listen_events"], self._connection, events=True)
+        self._listener = Listener(connect, self._sql.q, self._connection, events=False)
+        self._event_listener = Listener(connect, self._sql.q, self._connection, events=True)
 
     def __repr__(self) -> str:
         parts = conninfo.conninfo_to_dict(self._conninfo)
@@ -192,7 +193,7 @@ class PostgresStore(Listening, PostgresLog, SqlReads, Store):
     def _read(self, query: str, params: dict[str, Any]) -> list[Row]:
         """Run one statement (its own transaction) and return its rows."""
         with self._connection() as conn:
-            return statements.fetch(conn, query, params)
+            return self._sql.fetch(conn, query, params)
 
     def close(self) -> None:
         self._listener.close()
@@ -207,16 +208,16 @@ class PostgresStore(Listening, PostgresLog, SqlReads, Store):
         if copying.copyable(tasks):
             if connection is None:
                 with self._connection() as conn:
-                    return copying.copy_insert(conn, tasks, now)
+                    return copying.copy_insert(self._sql, conn, tasks, now)
             with translated():
-                return copying.copy_insert(statements.callers(connection), tasks, now)
+                return copying.copy_insert(self._sql, statements.callers(connection), tasks, now)
         batch = statements.insert_of(tasks, now)
         if connection is None:
             with self._connection() as conn:
-                inserted = statements.insert(conn, batch)
+                inserted = self._sql.insert(conn, batch)
         else:
             with translated():
-                inserted = statements.insert(statements.callers(connection), batch)
+                inserted = self._sql.insert(statements.callers(connection), batch)
         return _created(tasks, inserted)
 
     async def _atask_create_many(
@@ -226,7 +227,7 @@ class PostgresStore(Listening, PostgresLog, SqlReads, Store):
         ``psycopg.AsyncConnection``, awaited on the caller's event loop."""
         conn = statements.async_callers(connection)
         with translated():
-            inserted = await statements.ainsert(conn, statements.insert_of(tasks, now))
+            inserted = await self._sql.ainsert(conn, statements.insert_of(tasks, now))
         return _created(tasks, inserted)
 
     # -- reading ------------------------------------------------------------------
@@ -256,7 +257,7 @@ class PostgresStore(Listening, PostgresLog, SqlReads, Store):
         elif params.topics is not None:
             query, values["topics"] = "reserve_topics", sorted(set(params.topics))
         with self._connection() as conn:
-            found = statements.fetch_made(conn, query, values, rows.seq_and_task)
+            found = self._sql.fetch_made(conn, query, values, rows.seq_and_task)
         found.sort(key=lambda taken: (-taken[1].priority, taken[0]))
         # A task whose unique lock was held at start was settled by its rule in
         # the same statement (the tasks_unique trigger): it is not handed out.
@@ -290,9 +291,9 @@ class PostgresStore(Listening, PostgresLog, SqlReads, Store):
                 params = rows.lease_params([leases[i] for i in cut], now)
                 for name, values in (columns or {}).items():
                     params[name] = type(values)([values[i] for i in cut])
-                for row in statements.fetch(conn, statement, {**params, **(scalars or {})}):
+                for row in self._sql.fetch(conn, statement, {**params, **(scalars or {})}):
                     outcomes[cut[row["ord"] - 1]] = read(row)
-                _explain_misses(conn, leases, cut, outcomes, target)
+                _explain_misses(self._sql, conn, leases, cut, outcomes, target=target)
         return [outcome for outcome in outcomes if outcome is not None]
 
     def _lease_extend_many(
@@ -353,10 +354,10 @@ class PostgresStore(Listening, PostgresLog, SqlReads, Store):
             query, sources = ("retry_task", RETRYABLE)
         params = {"id": task_id, "now": now, "sources": sorted(str(s) for s in sources)}
         with self._connection() as conn:
-            found = statements.fetch(conn, query, params)
+            found = self._sql.fetch(conn, query, params)
             if found:
                 return rows.task(found[0])
-            current = statements.fetch(conn, "get_task", {"id": task_id})
+            current = self._sql.fetch(conn, "get_task", {"id": task_id})
         raise admin_refusal(rows.task(current[0]) if current else None, task_id, target)
 
     # -- the clock and retention ------------------------------------------------------
@@ -382,9 +383,9 @@ class PostgresStore(Listening, PostgresLog, SqlReads, Store):
     def statistics_refresh(self) -> list[str]:
         """ANALYZE the tables whose statistics are stale, if autovacuum is off."""
         with self._connection() as conn:
-            stale = [row["name"] for row in statements.fetch(conn, "stale_statistics", {})]
+            stale = [row["name"] for row in self._sql.fetch(conn, "stale_statistics", {})]
             for table in stale:
-                conn.execute(Q[f"analyze_{table}"])
+                conn.execute(self._sql.q[f"analyze_{table}"])
         return stale
 
     @property
@@ -427,7 +428,7 @@ class PostgresStore(Listening, PostgresLog, SqlReads, Store):
             while True:
                 attempts += 1
                 try:
-                    found = statements.fetch(conn, "leader_acquire", params)
+                    found = self._sql.fetch(conn, "leader_acquire", params)
                 except psycopg.Error as exc:
                     if attempts < ACQUIRE_ATTEMPTS and lost_race(exc):
                         continue
@@ -462,10 +463,12 @@ def _created(tasks: list[PreparedTask], inserted: list[Row]) -> list[Task]:
 
 
 def _explain_misses(
+    sql: statements.Statements,
     conn: Connection,
     leases: Sequence[Lease],
     batch: list[int],
     outcomes: list[Answer | None],
+    *,
     target: Status,
 ) -> None:
     """Fill in the refusal of every item of ``batch`` the write did not match,
@@ -474,7 +477,7 @@ def _explain_misses(
     if not missed:
         return
     ids = [leases[i].task_id for i in missed]
-    found = statements.fetch(conn, "get_tasks", {"ids": ids})
+    found = sql.fetch(conn, "get_tasks", {"ids": ids})
     current = {row["id"]: rows.task(row) for row in found}
     for i in missed:
         outcomes[i] = refusal(current.get(leases[i].task_id), leases[i], target)

@@ -25,16 +25,15 @@ batch differ only in their id and data.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 
 from psycopg.rows import tuple_row
 
 from tenure.store import validate
-from tenure.store.postgres import rows, statements
+from tenure.store.postgres import rows
 from tenure.store.postgres.arrays import text_encoding, text_literal
-from tenure.store.postgres.schema import Q
-from tenure.store.postgres.statements import Connection
+from tenure.store.postgres.statements import Connection, Statements, take_unique_locks
 from tenure.store.types import PreparedTask
 from tenure.task import Task, UniqueRule
 
@@ -60,9 +59,9 @@ def copyable(tasks: Sequence[PreparedTask]) -> bool:
 
 
 def copy_insert(
-    conn: Connection, tasks: Sequence[PreparedTask], now: datetime | None
+    sql: Statements, conn: Connection, tasks: Sequence[PreparedTask], now: datetime | None
 ) -> list[Task]:
-    """Create ``tasks`` on ``conn`` as :func:`statements.insert` does (the same
+    """Create ``tasks`` on ``conn`` as :meth:`Statements.insert` does (the same
     transaction handling, unique locks and refusals), their rows sent by ``COPY``."""
     locking = [
         (index, task.id, task.unique.key)
@@ -71,14 +70,16 @@ def copy_insert(
     ]
 
     def write() -> list[Task]:
-        created = copy_rows(conn, tasks, now)
-        statements.run(conn, statements.take_unique_locks(locking))
+        created = copy_rows(sql.q, conn, tasks, now)
+        sql.run(conn, take_unique_locks(locking))
         return created
 
-    return statements.guarded(conn, [task.id for task in tasks], True, write)
+    return sql.guarded(conn, [task.id for task in tasks], True, write)
 
 
-def copy_rows(conn: Connection, tasks: Sequence[PreparedTask], now: datetime | None) -> list[Task]:
+def copy_rows(
+    q: Mapping[str, str], conn: Connection, tasks: Sequence[PreparedTask], now: datetime | None
+) -> list[Task]:
     """Write ``tasks`` on ``conn`` with one ``COPY``, inside the transaction the
     caller holds open; the tasks as created.
 
@@ -88,13 +89,13 @@ def copy_rows(conn: Connection, tasks: Sequence[PreparedTask], now: datetime | N
     them and run the statement triggers."""
     if now is None:
         with conn.cursor(row_factory=tuple_row) as cur:  # whatever the caller's factory
-            cur.execute(Q["transaction_now"])
+            cur.execute(q["transaction_now"])
             found = cur.fetchone()
             assert found is not None  # SELECT now() returns one row
             now = found[0]
     at = rows.moment({"now": now}, "now")
     encoding = text_encoding(conn.info.encoding)
-    with conn.cursor() as cur, cur.copy(Q["copy_tasks"]) as copy:
+    with conn.cursor() as cur, cur.copy(q["copy_tasks"]) as copy:
         for chunk in copy_text(tasks, at):
             copy.write(chunk.encode(encoding))
         return [rows.created(task, at, task.run_at) for task in tasks]

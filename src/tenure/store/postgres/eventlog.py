@@ -10,17 +10,18 @@ from datetime import datetime
 from typing import Any
 
 from tenure.store.backend import EventPosition, EventRead, GroupTally
-from tenure.store.postgres import rows, statements
+from tenure.store.postgres import rows
 from tenure.store.postgres.rows import Row
-from tenure.store.postgres.schema import Q
-from tenure.store.postgres.statements import Connection
+from tenure.store.postgres.statements import Connection, Statements
 from tenure.store.types import Event, QueueStats, Report, TableKey
 from tenure.task import Status
 
 
 class PostgresLog:
     """Mixed into :class:`~tenure.store.postgres.PostgresStore`, which provides
-    the connections."""
+    the connections and its schema's statements."""
+
+    _sql: Statements
 
     def _read(self, query: str, params: dict[str, Any]) -> list[Row]:
         raise NotImplementedError
@@ -41,10 +42,10 @@ class PostgresLog:
     def tally_fold(self, *, compact: bool = False) -> None:
         """Fold the task tallies' delta rows (see 0008_task_tallies.sql)."""
         with self._connection() as conn:
-            conn.execute(Q["fold_task_counts"])
-            conn.execute(Q["fold_task_transitions"])
+            conn.execute(self._sql.q["fold_task_counts"])
+            conn.execute(self._sql.q["fold_task_transitions"])
             if compact:
-                conn.execute(Q["compact_task_transitions"])
+                conn.execute(self._sql.q["compact_task_transitions"])
 
     def _task_transition_totals(self) -> dict[str, dict[Status, int]]:
         return rows.per_topic(self._read("transition_totals", {}))
@@ -54,11 +55,11 @@ class PostgresLog:
 
     def _task_stats(self, now: datetime, since: datetime) -> QueueStats:
         with self._connection() as conn, conn.transaction():  # one snapshot for all three
-            conn.execute(Q["read_only_snapshot"])
+            conn.execute(self._sql.q["read_only_snapshot"])
             found = [
-                statements.fetch(conn, "stats_counts", {}),
-                statements.fetch(conn, "stats_oldest_pending", {"now": now}),
-                statements.fetch(conn, "stats_endings", {"since": since}),
+                self._sql.fetch(conn, "stats_counts", {}),
+                self._sql.fetch(conn, "stats_oldest_pending", {"now": now}),
+                self._sql.fetch(conn, "stats_endings", {"since": since}),
             ]
         return rows.queue_stats(now, since, *found)
 
@@ -74,8 +75,8 @@ class PostgresLog:
 
     def _task_groups(self, limit: int, scan: int) -> list[GroupTally]:
         with self._connection() as conn, conn.transaction():
-            conn.execute(Q["without_jit"])
-            found = statements.fetch(conn, "task_groups", {"limit": limit, "scan": scan})
+            conn.execute(self._sql.q["without_jit"])
+            found = self._sql.fetch(conn, "task_groups", {"limit": limit, "scan": scan})
         return [
             (row["group_id"], Status(row["status"]), row["count"], rows.moment(row, "created_at"))
             for row in found

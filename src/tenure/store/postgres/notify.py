@@ -29,7 +29,7 @@ import os
 import selectors
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -58,11 +58,11 @@ class Listener:
     threads wait for its news, and keeps their registration as waiting."""
 
     def __init__(
-        self, connect: Connect, listen_sql: str, registering: Registering, *, events: bool
+        self, connect: Connect, q: Mapping[str, str], registering: Registering, *, events: bool
     ) -> None:
         self._connect = connect
-        self._wants = Wants(registering, events=events, lapsed=self._look_again)
-        self._listen_sql = listen_sql
+        self._wants = Wants(registering, q, events=events, lapsed=self._look_again)
+        self._listen_sql = q["listen_events" if events else "listen"]
         self._cond = threading.Condition()
         self._count = 0  # notifications (and reconnections) seen so far
         self._latest: dict[str, int] = {}  # topic -> _count at its last notification

@@ -44,85 +44,11 @@ its URL may serve as ``listen=``, since a session there is a session.
 
 from __future__ import annotations
 
-import re
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
 import psycopg
-from psycopg import conninfo
 
-from tenure.errors import ConfigError
 from tenure.store.postgres.driver import SESSION, endpoint
-
-LISTEN = "listen"
-"""The store URL's parameter naming a direct connection for the listeners."""
-
-_KEYWORD = re.compile(r"(?:^|\s)listen\s*=\s*('(?:[^'\\]|\\.)*'|\S*)")
-_NAMED = re.compile(r"^\s*[A-Za-z_]+\s*=")
-_DIRECT = "a PostgreSQL URL that reaches the server directly, such as listen=postgresql://user@db-host:5432/dbname"
-
-
-def split_listen(url: str) -> tuple[str, str | None]:
-    """``url`` without its ``listen=`` parameter, and that parameter's URL
-    (``None`` when it has none).
-
-    Raises :class:`~tenure.errors.ConfigError`, in one line, for a ``listen=``
-    that is empty, given twice, or not a PostgreSQL URL libpq can read.
-    """
-    if _NAMED.match(url):
-        rest, listen = _from_keywords(url)
-    else:
-        rest, listen = _from_uri(url)
-    if listen is not None:
-        _check(listen)
-    return rest, listen
-
-
-def _from_uri(url: str) -> tuple[str, str | None]:
-    base, mark, query = url.partition("?")
-    query, hash_mark, fragment = query.partition("#")
-    kept, found = [], []
-    for part in query.split("&") if mark else []:
-        name, _, value = part.partition("=")
-        if unquote(name) == LISTEN:
-            found.append(unquote(value))
-        else:
-            kept.append(part)
-    if len(found) > 1:
-        raise ConfigError("the store URL gives listen= more than once")
-    rest = base + (f"?{'&'.join(kept)}" if kept else "") + (hash_mark + fragment)
-    return rest, (found[0] if found else None)
-
-
-def _from_keywords(url: str) -> tuple[str, str | None]:
-    found = _KEYWORD.findall(url)
-    if len(found) > 1:
-        raise ConfigError("the store's connection string gives listen= more than once")
-    if not found:
-        return url, None
-    value: str = found[0]
-    if value.startswith("'"):
-        value = re.sub(r"\\(.)", r"\1", value[1:-1])
-    return _KEYWORD.sub("", url).strip(), value
-
-
-def _check(listen: str) -> None:
-    """Refuse a ``listen=`` value that cannot be a direct PostgreSQL URL."""
-    if not listen.strip():
-        raise ConfigError(f"the store URL's listen= is empty: give {_DIRECT}")
-    if _NAMED.match(listen):
-        postgres = True
-    else:
-        postgres = "://" in listen and urlsplit(listen).scheme in ("postgresql", "postgres")
-    if not postgres:
-        raise ConfigError(f"the store URL's listen= is not a PostgreSQL URL: give {_DIRECT}")
-    try:
-        conninfo.conninfo_to_dict(listen)
-    except psycopg.ProgrammingError as exc:
-        reason = "its text is not shown: it holds a password"
-        if "password" not in listen.lower():
-            reason = str(exc).strip().splitlines()[0]
-        raise ConfigError(f"the store URL's listen= does not parse: {reason}") from None
 
 
 def is_pooled(conn: psycopg.Connection[Any]) -> bool:

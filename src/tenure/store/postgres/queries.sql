@@ -41,7 +41,7 @@ unique_key, unique_lock, unique_on_conflict, unique_ttl, unique_retry_in
 -- One statement creates the whole batch. (The name is SQLite's, whose
 -- insert_task runs once per task.)
 -- name: insert_task
-INSERT INTO tasks AS t ({new_task_columns})
+INSERT INTO {schema}.tasks AS t ({new_task_columns})
 SELECT n.id, n.topic, n.sub_topic, n.name, 'pending', n.data::json, n.group_id, n.description,
        n.priority, n.max_attempts, n.tags, n.timeout,
        -- A task with neither run_at nor a delay keeps run_at NULL: runnable at once.
@@ -67,7 +67,7 @@ RETURNING t.id, t.created_at, t.run_at;
 -- One task: the same row as insert_task makes of it, its values bound one by
 -- one, which spares the server the JSON array (about 5% of the statement).
 -- name: insert_one
-INSERT INTO tasks AS t ({new_task_columns})
+INSERT INTO {schema}.tasks AS t ({new_task_columns})
 VALUES (
     %(id)s::text, %(topic)s::text, %(sub_topic)s::text, %(name)s::text, 'pending',
     %(data)s::json, %(group_id)s::text, %(description)s::text, %(priority)s::bigint,
@@ -85,47 +85,47 @@ RETURNING t.id, t.created_at, t.run_at;
 -- every column given, so nothing is computed per row. The statement triggers
 -- see the rows as they see an INSERT's.
 -- name: copy_tasks
-COPY tasks ({new_task_columns}) FROM STDIN;
+COPY {schema}.tasks ({new_task_columns}) FROM STDIN;
 
 -- The transaction's clock, which a COPY's rows are stamped with.
 -- name: transaction_now
 SELECT now() AS now;
 
 -- name: existing_ids
-SELECT id FROM tasks WHERE id = ANY(%(ids)s::text[]);
+SELECT id FROM {schema}.tasks WHERE id = ANY(%(ids)s::text[]);
 
 -- name: get_task
-SELECT {task_columns} FROM tasks AS t WHERE id = %(id)s::text;
+SELECT {task_columns} FROM {schema}.tasks AS t WHERE id = %(id)s::text;
 
 -- name: get_tasks
-SELECT {task_columns} FROM tasks AS t WHERE id = ANY(%(ids)s::text[]);
+SELECT {task_columns} FROM {schema}.tasks AS t WHERE id = ANY(%(ids)s::text[]);
 
 -- name: list_group
-SELECT {task_columns} FROM tasks AS t WHERE group_id = %(group_id)s::text ORDER BY seq;
+SELECT {task_columns} FROM {schema}.tasks AS t WHERE group_id = %(group_id)s::text ORDER BY seq;
 
 -- The filters (index_filters, row_filters) are at the end, with the listings
 -- whose work a scan bounds.
 -- name: list_tasks
-SELECT {task_columns} FROM tasks AS t
+SELECT {task_columns} FROM {schema}.tasks AS t
 WHERE seq > %(after)s::bigint {index_filters} {row_filters}
 ORDER BY seq
 LIMIT %(limit)s::bigint;
 
 -- The same, newest first: from the position before :before, backwards.
 -- name: list_tasks_newest
-SELECT {task_columns} FROM tasks AS t
+SELECT {task_columns} FROM {schema}.tasks AS t
 WHERE seq < %(before)s::bigint {index_filters} {row_filters}
 ORDER BY seq DESC
 LIMIT %(limit)s::bigint;
 
 -- name: list_leased
-SELECT {task_columns} FROM tasks AS t
+SELECT {task_columns} FROM {schema}.tasks AS t
 WHERE status IN ('running', 'snoozed') AND seq > %(after)s::bigint
 ORDER BY seq
 LIMIT %(limit)s::bigint;
 
 -- name: list_leased_topics
-SELECT {task_columns} FROM tasks AS t
+SELECT {task_columns} FROM {schema}.tasks AS t
 WHERE status IN ('running', 'snoozed') AND seq > %(after)s::bigint
   AND topic = ANY(%(topics)s::text[])
 ORDER BY seq
@@ -163,9 +163,9 @@ WITH horizon AS (
           AND other.backend_xid::text::bigint = running.xid::text::numeric %% 4294967296
     )
 ), log AS (
-    SELECT coalesce((SELECT pruned_xid::text FROM event_log), '0') AS pruned_xid_text,
-           coalesce((SELECT pruned_id FROM event_log), 0) AS pruned_id,
-           coalesce((SELECT xid FROM events ORDER BY xid DESC LIMIT 1)
+    SELECT coalesce((SELECT pruned_xid::text FROM {schema}.event_log), '0') AS pruned_xid_text,
+           coalesce((SELECT pruned_id FROM {schema}.event_log), 0) AS pruned_id,
+           coalesce((SELECT xid FROM {schema}.events ORDER BY xid DESC LIMIT 1)
                     >= (SELECT xid FROM horizon), false) AS held_back
 )
 SELECT log.pruned_xid_text, log.pruned_id, log.held_back,
@@ -175,7 +175,7 @@ FROM log
 LEFT JOIN LATERAL (
     SELECT xid, xid::text AS xid_text, id, task_id, topic, name, from_status, to_status,
            attempt, owner, at
-    FROM events
+    FROM {schema}.events
     WHERE (xid, id) > (%(after_xid)s::text::xid8, %(after_id)s::bigint)
       AND xid < (SELECT xid FROM horizon)
     ORDER BY xid, id
@@ -215,7 +215,7 @@ WHERE t.seq = picked.seq
 -- takes far more than its limit.
 -- name: reserve_any
 WITH picked AS MATERIALIZED (
-    SELECT seq FROM tasks
+    SELECT seq FROM {schema}.tasks
     WHERE status = 'pending'
       AND (run_at IS NULL OR run_at <= COALESCE(%(now)s::timestamptz, now()))
       AND tags <@ %(tags)s::text[]
@@ -223,7 +223,7 @@ WITH picked AS MATERIALIZED (
     LIMIT %(limit)s::bigint
     FOR UPDATE SKIP LOCKED
 )
-UPDATE tasks AS t
+UPDATE {schema}.tasks AS t
 {lease_picked}
 RETURNING {task_columns};
 
@@ -231,7 +231,7 @@ RETURNING {task_columns};
 -- scan stops after :limit rows.
 -- name: reserve_topic
 WITH picked AS MATERIALIZED (
-    SELECT seq FROM tasks
+    SELECT seq FROM {schema}.tasks
     WHERE status = 'pending'
       AND (run_at IS NULL OR run_at <= COALESCE(%(now)s::timestamptz, now()))
       AND topic = %(topic)s::text
@@ -240,7 +240,7 @@ WITH picked AS MATERIALIZED (
     LIMIT %(limit)s::bigint
     FOR UPDATE SKIP LOCKED
 )
-UPDATE tasks AS t
+UPDATE {schema}.tasks AS t
 {lease_picked}
 RETURNING {task_columns};
 
@@ -253,7 +253,7 @@ WITH picked AS MATERIALIZED (
     SELECT offered.seq
     FROM unnest(%(topics)s::text[]) AS wanted(topic)
     CROSS JOIN LATERAL (
-        SELECT seq, priority FROM tasks
+        SELECT seq, priority FROM {schema}.tasks
         WHERE status = 'pending'
           AND (run_at IS NULL OR run_at <= COALESCE(%(now)s::timestamptz, now()))
           AND topic = wanted.topic
@@ -265,7 +265,7 @@ WITH picked AS MATERIALIZED (
     ORDER BY offered.priority DESC, offered.seq
     LIMIT %(limit)s::bigint
 )
-UPDATE tasks AS t
+UPDATE {schema}.tasks AS t
 {lease_picked}
 RETURNING {task_columns};
 
@@ -274,7 +274,7 @@ RETURNING {task_columns};
 -- task id at most once per statement. Each answers with the whole task (a
 -- single write) or, as <name>_brief, with its state (a batch).
 -- fragment: extend_leases_write
-UPDATE tasks AS t
+UPDATE {schema}.tasks AS t
 SET lease_expires_at = COALESCE(%(now)s::timestamptz, now())
                        + make_interval(secs => %(lease_seconds)s::float8),
     lease_seconds = %(lease_seconds)s::float8,
@@ -295,7 +295,7 @@ RETURNING held.ord, {task_columns};
 RETURNING held.ord, {task_state};
 
 -- fragment: complete_tasks_write
-UPDATE tasks AS t
+UPDATE {schema}.tasks AS t
 SET status = 'done',
     result = held.result,
     finished_at = COALESCE(%(now)s::timestamptz, now()),
@@ -319,7 +319,7 @@ RETURNING held.ord, {task_state};
 
 -- A retry is granted only while attempts remain; otherwise the task fails.
 -- fragment: fail_tasks_write
-UPDATE tasks AS t
+UPDATE {schema}.tasks AS t
 SET status = CASE WHEN held.retry_in IS NOT NULL AND t.attempts < t.max_attempts
                   THEN 'pending' ELSE 'failed' END,
     run_at = CASE WHEN held.retry_in IS NOT NULL AND t.attempts < t.max_attempts
@@ -355,7 +355,7 @@ RETURNING held.ord, {task_state};
 -- which the supervisor projects on its own monotonic clock; lease_expires_at
 -- shows the wake-up time, for people only.
 -- name: snooze_task
-UPDATE tasks AS t
+UPDATE {schema}.tasks AS t
 SET status = 'snoozed',
     attempts = t.attempts - 1,
     lease_owner = NULL,
@@ -372,7 +372,7 @@ WHERE t.id = held.id AND t.status = 'running' AND t.lease_token = held.token
 RETURNING held.ord, {task_columns};
 
 -- name: release_task
-UPDATE tasks AS t
+UPDATE {schema}.tasks AS t
 SET status = 'pending',
     attempts = t.attempts - 1,
     lease_owner = NULL,
@@ -391,7 +391,7 @@ RETURNING held.ord, {task_columns};
 -- any snoozed task go back to pending. The lease token is cleared: the old
 -- holder's writes are refused from now on.
 -- name: revoke_task
-UPDATE tasks AS t
+UPDATE {schema}.tasks AS t
 SET status = CASE WHEN status = 'running' AND attempts >= max_attempts
                   THEN 'failed' ELSE 'pending' END,
     error = CASE WHEN status = 'running' AND attempts >= max_attempts
@@ -409,7 +409,7 @@ WHERE id = %(id)s::text AND record_ver = %(record_ver)s::bigint
 RETURNING {task_columns};
 
 -- name: cancel_task
-UPDATE tasks AS t
+UPDATE {schema}.tasks AS t
 SET status = 'cancelled',
     finished_at = COALESCE(%(now)s::timestamptz, now()),
     lease_owner = NULL,
@@ -422,7 +422,7 @@ WHERE id = %(id)s::text AND status = ANY(%(sources)s::text[])
 RETURNING {task_columns};
 
 -- name: retry_task
-UPDATE tasks AS t
+UPDATE {schema}.tasks AS t
 SET status = 'pending',
     attempts = 0,
     run_at = NULL,
@@ -434,7 +434,7 @@ WHERE id = %(id)s::text AND status = ANY(%(sources)s::text[])
 RETURNING {task_columns};
 
 -- name: count_tasks
-SELECT count(*) AS count FROM tasks WHERE true {index_filters} {row_filters};
+SELECT count(*) AS count FROM {schema}.tasks WHERE true {index_filters} {row_filters};
 
 -- The store's clock for schedules shared by many processes: the server's wall
 -- time now (clock_timestamp(), not now(): a statement may begin a transaction
@@ -450,7 +450,7 @@ SELECT clock_timestamp() AS now;
 -- instead of queueing. Each returns one row: how many rows it deleted.
 -- name: prune_tasks
 WITH picked AS MATERIALIZED (
-    SELECT seq FROM tasks
+    SELECT seq FROM {schema}.tasks
     WHERE status = ANY(%(statuses)s::text[])
       AND finished_at < COALESCE(%(now)s::timestamptz, now())
                         - make_interval(secs => %(older_than)s::float8)
@@ -458,7 +458,7 @@ WITH picked AS MATERIALIZED (
     LIMIT %(limit)s::bigint
     FOR UPDATE SKIP LOCKED
 ), gone AS (
-    DELETE FROM tasks AS t USING picked WHERE t.seq = picked.seq
+    DELETE FROM {schema}.tasks AS t USING picked WHERE t.seq = picked.seq
     RETURNING 1
 )
 SELECT count(*) AS count FROM gone;
@@ -468,14 +468,14 @@ SELECT count(*) AS count FROM gone;
 -- name: retention_backlog
 SELECT
     (SELECT count(*) FROM (
-        SELECT 1 FROM tasks
+        SELECT 1 FROM {schema}.tasks
         WHERE status IN ('done', 'failed', 'cancelled')
           AND finished_at < COALESCE(%(now)s::timestamptz, now())
                             - make_interval(secs => %(older_than)s::float8)
         LIMIT %(cap)s::bigint
     ) AS t) AS tasks,
     (SELECT count(*) FROM (
-        SELECT 1 FROM events
+        SELECT 1 FROM {schema}.events
         WHERE at < COALESCE(%(now)s::timestamptz, now())
                    - make_interval(secs => %(older_than)s::float8)
         LIMIT %(cap)s::bigint
@@ -483,19 +483,19 @@ SELECT
 
 -- name: prune_events
 WITH picked AS MATERIALIZED (
-    SELECT xid, id FROM events
+    SELECT xid, id FROM {schema}.events
     WHERE at < COALESCE(%(now)s::timestamptz, now())
                - make_interval(secs => %(older_than)s::float8)
     ORDER BY at
     LIMIT %(limit)s::bigint
     FOR UPDATE SKIP LOCKED
 ), gone AS (
-    DELETE FROM events AS e USING picked WHERE (e.xid, e.id) = (picked.xid, picked.id)
+    DELETE FROM {schema}.events AS e USING picked WHERE (e.xid, e.id) = (picked.xid, picked.id)
     RETURNING e.xid, e.id
 ), newest AS (
     SELECT xid, id FROM gone ORDER BY xid DESC, id DESC LIMIT 1
 ), marked AS (
-    INSERT INTO event_log (pruned_xid, pruned_id)
+    INSERT INTO {schema}.event_log (pruned_xid, pruned_id)
     SELECT xid, id FROM newest
     ON CONFLICT (only_row) DO UPDATE
     SET pruned_xid = excluded.pruned_xid, pruned_id = excluded.pruned_id
@@ -510,22 +510,22 @@ SELECT count(*) AS count FROM gone;
 -- name: stale_statistics
 SELECT relname AS name
 FROM pg_stat_user_tables
-WHERE schemaname = current_schema()
+WHERE schemaname = {schema_name}
   AND relname IN ('tasks', 'events')
   AND n_mod_since_analyze > 50 + 0.1 * n_live_tup
   AND NOT current_setting('autovacuum')::boolean
 ORDER BY relname;
 
 -- name: analyze_tasks
-ANALYZE tasks;
+ANALYZE {schema}.tasks;
 
 -- name: analyze_events
-ANALYZE events;
+ANALYZE {schema}.events;
 
 -- The worker registry. A beat inserts the worker's row or updates it; the
 -- first beat's started_at is kept.
 -- name: worker_beat
-INSERT INTO workers (id, host, pid, topics, tags, pool, concurrency, held, started_at, last_seen)
+INSERT INTO {schema}.workers (id, host, pid, topics, tags, pool, concurrency, held, started_at, last_seen)
 VALUES (%(id)s::text, %(host)s::text, %(pid)s::bigint, %(topics)s::text[], %(tags)s::text[],
         %(pool)s::text, %(concurrency)s::bigint, %(held)s::bigint,
         COALESCE(%(now)s::timestamptz, now()), COALESCE(%(now)s::timestamptz, now()))
@@ -536,14 +536,14 @@ ON CONFLICT (id) DO UPDATE SET
 RETURNING id, host, pid, topics, tags, pool, concurrency, held, started_at, last_seen;
 
 -- name: worker_remove
-DELETE FROM workers WHERE id = %(id)s::text RETURNING id;
+DELETE FROM {schema}.workers WHERE id = %(id)s::text RETURNING id;
 
 -- name: worker_list
-SELECT id, host, pid, topics, tags, pool, concurrency, held, started_at, last_seen FROM workers ORDER BY started_at, id;
+SELECT id, host, pid, topics, tags, pool, concurrency, held, started_at, last_seen FROM {schema}.workers ORDER BY started_at, id;
 
 -- name: worker_prune
 WITH gone AS (
-    DELETE FROM workers
+    DELETE FROM {schema}.workers
     WHERE last_seen < COALESCE(%(now)s::timestamptz, now())
                       - make_interval(secs => %(silent_for)s::float8)
     RETURNING 1
@@ -555,7 +555,7 @@ SELECT count(*) AS count FROM gone;
 -- find its row (ON CONFLICT waits for the inserter) held, and get no row; a
 -- vacant row is taken with a token newer than every earlier one.
 -- name: leader_acquire
-INSERT INTO leaders (name, owner, token, record_ver, lease_seconds, updated_at)
+INSERT INTO {schema}.leaders (name, owner, token, record_ver, lease_seconds, updated_at)
 VALUES (%(name)s::text, %(owner)s::text, 1, 1, %(lease_seconds)s::float8, now())
 ON CONFLICT (name) DO UPDATE SET
     owner = excluded.owner,
@@ -567,23 +567,23 @@ WHERE leaders.owner IS NULL
 RETURNING name, owner, token;
 
 -- name: leader_extend
-UPDATE leaders
+UPDATE {schema}.leaders
 SET record_ver = record_ver + 1, lease_seconds = %(lease_seconds)s::float8, updated_at = now()
 WHERE name = %(name)s::text AND owner = %(owner)s::text AND token = %(token)s::bigint
 RETURNING name, owner, token, record_ver, lease_seconds;
 
 -- name: leader_get
-SELECT name, owner, token, record_ver, lease_seconds FROM leaders WHERE name = %(name)s::text;
+SELECT name, owner, token, record_ver, lease_seconds FROM {schema}.leaders WHERE name = %(name)s::text;
 
 -- Revoke by compare-and-set on record_ver, as revoke_task does for a task.
 -- name: leader_revoke
-UPDATE leaders
+UPDATE {schema}.leaders
 SET owner = NULL, token = NULL, record_ver = record_ver + 1, updated_at = now()
 WHERE name = %(name)s::text AND record_ver = %(record_ver)s::bigint AND owner IS NOT NULL
 RETURNING name;
 
 -- name: leader_resign
-UPDATE leaders
+UPDATE {schema}.leaders
 SET owner = NULL, token = NULL, record_ver = record_ver + 1, updated_at = now()
 WHERE name = %(name)s::text AND owner = %(owner)s::text AND token = %(token)s::bigint
 RETURNING name;
@@ -612,7 +612,7 @@ SELECT pg_advisory_xact_lock(hashtext('tenure.wake'));
 -- topics NULL: any topic. The registration lives ttl seconds from the start of
 -- its transaction, on the server's clock, as the triggers read it.
 -- name: wake_want
-INSERT INTO wake_wanted (waiter, topics, events, until)
+INSERT INTO {schema}.wake_wanted (waiter, topics, events, until)
 VALUES (%(waiter)s::text, %(topics)s::text[], %(events)s::boolean,
         now() + make_interval(secs => %(ttl)s::float8))
 ON CONFLICT (waiter) DO UPDATE
@@ -621,12 +621,12 @@ SET topics = EXCLUDED.topics, events = EXCLUDED.events, until = EXCLUDED.until;
 -- Registrations of waiters that died: long expired, but a row each for the
 -- triggers' check to skip. Deleted by every renewing process, on its own.
 -- name: wake_tidy
-DELETE FROM wake_wanted WHERE until < now() - interval '1 minute';
+DELETE FROM {schema}.wake_wanted WHERE until < now() - interval '1 minute';
 
 -- Removing a registration needs no lock: a producer that still sees it only
 -- notifies for nothing.
 -- name: wake_drop
-DELETE FROM wake_wanted WHERE waiter = %(waiter)s::text;
+DELETE FROM {schema}.wake_wanted WHERE waiter = %(waiter)s::text;
 
 -- Migrations. The advisory lock is held until the migrating transaction ends,
 -- so processes migrating at once take turns: the later ones find the work done.
@@ -641,28 +641,119 @@ SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 -- name: lock_migrations
 SELECT pg_advisory_xact_lock(hashtext('tenure.migrations'));
 
+-- The store's schema: made by the first migration where it is missing, and
+-- only there (even with IF NOT EXISTS, CREATE SCHEMA asks for the right to
+-- create schemas, which a DBA who made the schema may not have given).
+-- name: schema_exists
+SELECT to_regnamespace({schema_name}) IS NOT NULL AS found;
+
+-- name: create_schema
+CREATE SCHEMA IF NOT EXISTS {schema};
+
+-- Within the migrating transaction only, the names the migration files leave
+-- unqualified are made and found in the store's schema (pg_temp last, so that
+-- no temporary table of the session stands in for one of tenure's).
+-- name: migration_search_path
+SET LOCAL search_path TO {schema}, pg_temp;
+
+-- The search path a migration found, given back where the transaction goes on
+-- with statements of someone else's (Django's migrations).
+-- name: session_search_path
+SELECT current_setting('search_path') AS path;
+
+-- name: restore_search_path
+SELECT set_config('search_path', %(path)s, true);
+
+-- An install made before tenure had a schema of its own: its ledger is in
+-- public and the store's schema has none.
+-- name: install_in_public
+SELECT to_regclass('public.tenure_migrations') IS NOT NULL
+   AND to_regclass(quote_ident({schema_name}) || '.tenure_migrations') IS NULL AS found;
+
+-- Moves such an install into the store's schema (current_schema(): the
+-- migration's search path), in the migrating transaction. ALTER ... SET SCHEMA
+-- changes the catalog only, whatever the tables hold; a table takes its
+-- indexes, constraints, triggers and identity sequences with it, and every
+-- row, lease and event cursor stays as it was. Each table is locked for the
+-- rest of the transaction, milliseconds: the wait for a lock is bounded, so
+-- that a long transaction on a table makes the move fail (to be run again)
+-- rather than queue every worker behind it. The names are every object any
+-- migration made (teardown.sql drops the same).
+--
+-- A copy of the ledger stays in public: a process of an older version looks
+-- for it there, and finding it current it makes no new tables beside the
+-- moved ones (its statements fail instead, loudly, until it is upgraded).
+-- Drop it once no such process runs.
+-- name: move_from_public
+DO $move$
+DECLARE
+    target text := current_schema();
+    found record;
+BEGIN
+    PERFORM set_config('lock_timeout', '5s', true);
+    FOR found IN
+        SELECT c.relname FROM pg_class AS c
+        WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'p')
+          AND c.relname = ANY (ARRAY['tasks', 'events', 'event_log', 'leaders', 'workers',
+                                     'reports', 'task_counts', 'task_transitions',
+                                     'unique_locks', 'wake_wanted', 'tenure_migrations'])
+    LOOP
+        EXECUTE format('ALTER TABLE public.%I SET SCHEMA %I', found.relname, target);
+    END LOOP;
+    FOR found IN
+        SELECT p.proname, pg_get_function_identity_arguments(p.oid) AS arguments,
+               p.proconfig IS NOT NULL AS configured
+        FROM pg_proc AS p
+        WHERE p.pronamespace = 'public'::regnamespace
+          AND p.proname = ANY (ARRAY['tenure_created_wake', 'tenure_report_saved',
+                'tenure_start_refused', 'tenure_task_created', 'tenure_task_transitioned',
+                'tenure_tasks_created', 'tenure_tasks_tallied_created',
+                'tenure_tasks_tallied_deleted', 'tenure_tasks_tallied_truncated',
+                'tenure_tasks_tallied_updated', 'tenure_tasks_updated',
+                'tenure_unique_refused', 'tenure_unique_transition', 'tenure_wake',
+                'tenure_wake_checked'])
+    LOOP
+        EXECUTE format('ALTER FUNCTION public.%I(%s) SET SCHEMA %I',
+                       found.proname, found.arguments, target);
+        IF found.configured THEN
+            EXECUTE format('ALTER FUNCTION %I.%I(%s) SET search_path TO %I, pg_temp',
+                           target, found.proname, found.arguments, target);
+        END IF;
+    END LOOP;
+    CREATE TABLE public.tenure_migrations (LIKE tenure_migrations INCLUDING ALL);
+    INSERT INTO public.tenure_migrations SELECT * FROM tenure_migrations;
+    EXECUTE format('COMMENT ON TABLE public.tenure_migrations IS %L', format(
+        'tenure moved to schema %s: this copy of its ledger stops processes of an '
+        'older version from making new tables here; drop it once none runs', target));
+END
+$move$;
+
 -- name: create_migration_ledger
-CREATE TABLE IF NOT EXISTS tenure_migrations (
+CREATE TABLE IF NOT EXISTS {schema}.tenure_migrations (
     version    integer     PRIMARY KEY,
     name       text        NOT NULL,
     applied_at timestamptz NOT NULL DEFAULT now()
 );
 
 -- name: applied_migrations
-SELECT version FROM tenure_migrations;
+SELECT version FROM {schema}.tenure_migrations;
+
+-- The ledger of an install in public, before it is moved.
+-- name: applied_in_public
+SELECT version FROM public.tenure_migrations;
 
 -- name: record_migration
-INSERT INTO tenure_migrations (version, name) VALUES (%(version)s, %(name)s);
+INSERT INTO {schema}.tenure_migrations (version, name) VALUES (%(version)s, %(name)s);
 
 -- Unique locks taken at enqueue, in the creating transaction, for the tasks
 -- just inserted (the caller passes the ids of those whose phase starts there).
 -- A key is taken when free, expired, or this task's; the keys taken come back.
 -- The lock lives until the scheduled time plus the task's time to live.
 -- name: take_unique_locks
-INSERT INTO unique_locks AS held (key, task_id, lock, expires_at, created_at)
+INSERT INTO {schema}.unique_locks AS held (key, task_id, lock, expires_at, created_at)
 SELECT t.unique_key, t.id, t.unique_lock,
        COALESCE(t.run_at, t.created_at) + make_interval(secs => t.unique_ttl), t.created_at
-FROM tasks AS t
+FROM {schema}.tasks AS t
 WHERE t.id = ANY(%(ids)s::text[])
 ON CONFLICT (key) DO UPDATE SET
     task_id = EXCLUDED.task_id,
@@ -673,17 +764,17 @@ WHERE held.expires_at <= EXCLUDED.created_at OR held.task_id = EXCLUDED.task_id
 RETURNING held.key;
 
 -- name: unique_lock_holders
-SELECT key, task_id FROM unique_locks WHERE key = ANY(%(keys)s::text[]);
+SELECT key, task_id FROM {schema}.unique_locks WHERE key = ANY(%(keys)s::text[]);
 
 -- name: list_unique_locks
-SELECT key, task_id, lock, expires_at, created_at FROM unique_locks
+SELECT key, task_id, lock, expires_at, created_at FROM {schema}.unique_locks
 WHERE expires_at > COALESCE(%(now)s::timestamptz, now())
 ORDER BY created_at, key
 LIMIT %(limit)s::bigint;
 
 -- name: prune_unique_locks
 WITH gone AS (
-    DELETE FROM unique_locks WHERE expires_at <= COALESCE(%(now)s::timestamptz, now())
+    DELETE FROM {schema}.unique_locks WHERE expires_at <= COALESCE(%(now)s::timestamptz, now())
     RETURNING 1
 )
 SELECT count(*) AS count FROM gone;
@@ -693,7 +784,7 @@ SELECT count(*) AS count FROM gone;
 -- one saves (and its trigger appends the report event) and the other gets no
 -- row back.
 -- name: report_save
-INSERT INTO reports (key, slot, run_at, owner, query, task_ids, total)
+INSERT INTO {schema}.reports (key, slot, run_at, owner, query, task_ids, total)
 VALUES (%(key)s::text, %(slot)s::timestamptz, clock_timestamp(), %(owner)s::text,
         %(query)s::jsonb, %(task_ids)s::text[], %(total)s::bigint)
 ON CONFLICT (key) DO UPDATE SET
@@ -703,15 +794,15 @@ WHERE reports.slot < excluded.slot
 RETURNING *;
 
 -- name: report_get
-SELECT * FROM reports WHERE key = %(key)s::text;
+SELECT * FROM {schema}.reports WHERE key = %(key)s::text;
 
 -- name: report_list
-SELECT * FROM reports ORDER BY key;
+SELECT * FROM {schema}.reports ORDER BY key;
 
 -- Reports of queries no longer run (nothing saved within the retention).
 -- name: prune_reports
 WITH gone AS (
-    DELETE FROM reports
+    DELETE FROM {schema}.reports
     WHERE run_at < COALESCE(%(now)s::timestamptz, now())
                    - make_interval(secs => %(older_than)s::float8)
     RETURNING 1
@@ -733,7 +824,7 @@ WITH horizon AS (
 )
 SELECT xid::text AS xid_text, id, task_id, topic, name, from_status, to_status, attempt,
        owner, at
-FROM events
+FROM {schema}.events
 WHERE (xid, id) < (%(before_xid)s::text::xid8, %(before_id)s::bigint)
   AND xid < (SELECT xid FROM horizon)
 ORDER BY xid DESC, id DESC
@@ -746,20 +837,20 @@ LIMIT %(limit)s::bigint;
 -- byte order (COLLATE "C"), whatever the database's collation, so the pattern
 -- is a range of tasks_id_bytes.
 -- name: find_task_ids
-SELECT id FROM tasks WHERE id COLLATE "C" LIKE %(pattern)s::text ESCAPE '\'
+SELECT id FROM {schema}.tasks WHERE id COLLATE "C" LIKE %(pattern)s::text ESCAPE '\'
 ORDER BY id COLLATE "C" LIMIT 2;
 
 -- The greatest id, in byte order, that begins with :prefix (pattern as for
 -- find_task_ids): one step back along tasks_id_bytes.
 -- name: last_task_id
-SELECT id FROM tasks WHERE id COLLATE "C" LIKE %(pattern)s::text ESCAPE '\'
+SELECT id FROM {schema}.tasks WHERE id COLLATE "C" LIKE %(pattern)s::text ESCAPE '\'
 ORDER BY id COLLATE "C" DESC LIMIT 1;
 
 -- One task's events, in the order they were written (walks events_by_task).
 -- name: list_task_events
 SELECT xid::text AS xid_text, id, task_id, topic, name, from_status, to_status, attempt,
        owner, at
-FROM events WHERE task_id = %(task_id)s::text ORDER BY id;
+FROM {schema}.events WHERE task_id = %(task_id)s::text ORDER BY id;
 
 -- The statements of task_stats read one snapshot.
 -- name: read_only_snapshot
@@ -769,7 +860,7 @@ SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY;
 -- triggers of 0008_task_tallies.sql, summed (a few rows per key at most).
 -- name: stats_counts
 SELECT topic, status, sum(n)::bigint AS count
-FROM task_counts
+FROM {schema}.task_counts
 GROUP BY topic, status
 HAVING sum(n) <> 0;
 
@@ -779,11 +870,11 @@ HAVING sum(n) <> 0;
 -- tasks_pending_since (0009_exact_tallies.sql): one index entry per topic.
 -- name: stats_oldest_pending
 SELECT waiting.topic, oldest.since
-FROM (SELECT topic FROM task_counts WHERE status = 'pending'
+FROM (SELECT topic FROM {schema}.task_counts WHERE status = 'pending'
       GROUP BY topic HAVING sum(n) > 0) AS waiting
 CROSS JOIN LATERAL (
     SELECT coalesce(run_at, created_at) AS since
-    FROM tasks
+    FROM {schema}.tasks
     WHERE status = 'pending' AND topic = waiting.topic
       AND coalesce(run_at, created_at) <= COALESCE(%(now)s::timestamptz, now())
     ORDER BY coalesce(run_at, created_at)
@@ -798,13 +889,13 @@ CROSS JOIN LATERAL (
 SELECT topic, status, sum(count)::bigint AS count
 FROM (
     SELECT topic, status, sum(n) AS count
-    FROM task_transitions
+    FROM {schema}.task_transitions
     WHERE minute >= date_trunc('minute', %(since)s::timestamptz) + interval '1 minute'
       AND status IN ('done', 'failed', 'cancelled')
     GROUP BY topic, status
     UNION ALL
     SELECT topic, to_status, count(*)
-    FROM events
+    FROM {schema}.events
     WHERE at >= %(since)s::timestamptz
       AND at < date_trunc('minute', %(since)s::timestamptz) + interval '1 minute'
       AND to_status IN ('done', 'failed', 'cancelled')
@@ -819,38 +910,38 @@ GROUP BY topic, status;
 -- writes nothing.
 -- name: fold_task_counts
 WITH unfolded AS (
-    SELECT topic, status FROM task_counts
+    SELECT topic, status FROM {schema}.task_counts
     GROUP BY topic, status HAVING count(*) > 1 OR bool_or(n = 0)
 ), gone AS (
-    DELETE FROM task_counts AS c USING unfolded
+    DELETE FROM {schema}.task_counts AS c USING unfolded
     WHERE c.topic = unfolded.topic AND c.status = unfolded.status
     RETURNING c.topic, c.status, c.n
 )
-INSERT INTO task_counts (topic, status, n)
+INSERT INTO {schema}.task_counts (topic, status, n)
 SELECT topic, status, sum(n) FROM gone GROUP BY topic, status HAVING sum(n) <> 0;
 
 -- name: fold_task_transitions
 WITH gone AS (
-    DELETE FROM task_transitions
+    DELETE FROM {schema}.task_transitions
     WHERE NOT folded AND minute < date_trunc('minute', now())
     RETURNING minute, topic, status, n
 )
-INSERT INTO task_transitions (minute, topic, status, n, folded)
+INSERT INTO {schema}.task_transitions (minute, topic, status, n, folded)
 SELECT minute, topic, status, sum(n), true FROM gone GROUP BY minute, topic, status;
 
 -- Minutes older than a day join the total since the start (minute NULL).
 -- name: compact_task_transitions
 WITH gone AS (
-    DELETE FROM task_transitions
+    DELETE FROM {schema}.task_transitions
     WHERE minute IS NULL OR minute < now() - interval '1 day'
     RETURNING topic, status, n
 )
-INSERT INTO task_transitions (minute, topic, status, n, folded)
+INSERT INTO {schema}.task_transitions (minute, topic, status, n, folded)
 SELECT NULL, topic, status, sum(n), true FROM gone GROUP BY topic, status;
 
 -- Per topic, the tasks that entered each status since the tallies began.
 -- name: transition_totals
-SELECT topic, status, sum(n)::bigint AS count FROM task_transitions GROUP BY topic, status;
+SELECT topic, status, sum(n)::bigint AS count FROM {schema}.task_transitions GROUP BY topic, status;
 
 -- Listing, and what the dashboard reads.
 --
@@ -898,7 +989,7 @@ AND (%(status)s::text IS NULL
 WITH page AS (
     SELECT e.seq
     FROM (
-        SELECT seq, status, topic, sub_topic, name, description, created_at FROM tasks
+        SELECT seq, status, topic, sub_topic, name, description, created_at FROM {schema}.tasks
         WHERE seq > %(after)s::bigint {scan_filters}
         ORDER BY CASE WHEN %(status)s::text IS NULL THEN '' ELSE status END, seq
         LIMIT %(scan)s::bigint
@@ -909,14 +1000,14 @@ WITH page AS (
 )
 SELECT {task_columns},
        CASE WHEN (SELECT count(*) FROM page) < %(limit)s::bigint THEN (
-           SELECT seq FROM tasks
+           SELECT seq FROM {schema}.tasks
            WHERE seq > %(after)s::bigint {scan_filters}
            ORDER BY CASE WHEN %(status)s::text IS NULL THEN '' ELSE status END, seq
            OFFSET %(scan)s::bigint - 1 LIMIT 1
        ) END AS examined_to
 FROM (SELECT 1) AS one
 LEFT JOIN page ON true
-LEFT JOIN tasks AS t ON t.seq = page.seq
+LEFT JOIN {schema}.tasks AS t ON t.seq = page.seq
 ORDER BY t.seq;
 
 -- The same, newest first: from the position before :before, backwards.
@@ -924,7 +1015,7 @@ ORDER BY t.seq;
 WITH page AS (
     SELECT e.seq
     FROM (
-        SELECT seq, status, topic, sub_topic, name, description, created_at FROM tasks
+        SELECT seq, status, topic, sub_topic, name, description, created_at FROM {schema}.tasks
         WHERE seq < %(before)s::bigint {scan_filters}
         ORDER BY CASE WHEN %(status)s::text IS NULL THEN '' ELSE status END DESC, seq DESC
         LIMIT %(scan)s::bigint
@@ -935,14 +1026,14 @@ WITH page AS (
 )
 SELECT {task_columns},
        CASE WHEN (SELECT count(*) FROM page) < %(limit)s::bigint THEN (
-           SELECT seq FROM tasks
+           SELECT seq FROM {schema}.tasks
            WHERE seq < %(before)s::bigint {scan_filters}
            ORDER BY CASE WHEN %(status)s::text IS NULL THEN '' ELSE status END DESC, seq DESC
            OFFSET %(scan)s::bigint - 1 LIMIT 1
        ) END AS examined_to
 FROM (SELECT 1) AS one
 LEFT JOIN page ON true
-LEFT JOIN tasks AS t ON t.seq = page.seq
+LEFT JOIN {schema}.tasks AS t ON t.seq = page.seq
 ORDER BY t.seq DESC;
 
 -- How many tasks entered each status in each minute from :since to :until:
@@ -951,7 +1042,7 @@ ORDER BY t.seq DESC;
 -- topics asked for, not the number of tasks.
 -- name: task_rates
 SELECT minute, status, sum(n)::bigint AS count
-FROM task_transitions
+FROM {schema}.task_transitions
 WHERE minute >= %(since)s::timestamptz AND minute < %(until)s::timestamptz
   AND (%(topic)s::text IS NULL OR topic = %(topic)s::text)
 GROUP BY minute, status;
@@ -966,9 +1057,9 @@ GROUP BY minute, status;
 -- name: task_groups
 WITH recent AS MATERIALIZED (
     SELECT group_id, max(seq) AS newest
-    FROM tasks
+    FROM {schema}.tasks
     WHERE group_id IS NOT NULL
-      AND seq >= coalesce((SELECT seq FROM tasks ORDER BY seq DESC
+      AND seq >= coalesce((SELECT seq FROM {schema}.tasks ORDER BY seq DESC
                            OFFSET %(scan)s::bigint - 1 LIMIT 1), 0)
     GROUP BY group_id
     ORDER BY newest DESC
@@ -978,7 +1069,7 @@ SELECT recent.group_id, counted.status, counted.count, counted.created_at
 FROM recent
 CROSS JOIN LATERAL (
     SELECT status, count(*) AS count, min(created_at) AS created_at
-    FROM tasks
+    FROM {schema}.tasks
     WHERE group_id = recent.group_id
     GROUP BY status
 ) AS counted
@@ -998,7 +1089,7 @@ SET LOCAL jit = off;
 -- name: task_run_times
 WITH recent AS (
     SELECT name, status, duration, lease_seconds
-    FROM tasks
+    FROM {schema}.tasks
     WHERE status IN ('done', 'failed', 'cancelled')
     ORDER BY finished_at DESC
     LIMIT %(sample)s::bigint
@@ -1018,7 +1109,7 @@ ORDER BY name;
 
 -- name: leader_silence
 SELECT EXTRACT(EPOCH FROM clock_timestamp() - updated_at)::float8 AS silence
-FROM leaders
+FROM {schema}.leaders
 WHERE name = %(name)s::text AND owner IS NOT NULL;
 
 -- name: database_settings
@@ -1028,8 +1119,8 @@ WHERE name IN ('fsync', 'synchronous_commit', 'max_connections',
                'superuser_reserved_connections')
 ORDER BY name;
 
--- tenure's tables wherever the search path finds them (to_regclass follows
--- it), with what a publication needs of each. The names are every table the
+-- tenure's tables in the store's schema, with what a publication needs of
+-- each. The names are every table the
 -- migrations make (teardown.sql drops the same).
 -- name: table_keys
 SELECT n.nspname AS schema, c.relname AS name,
@@ -1040,7 +1131,7 @@ SELECT n.nspname AS schema, c.relname AS name,
 FROM unnest(ARRAY['tasks', 'events', 'event_log', 'leaders', 'workers', 'reports',
                   'task_counts', 'task_transitions', 'unique_locks', 'wake_wanted',
                   'tenure_migrations']) AS known(name)
-JOIN pg_class AS c ON c.oid = to_regclass(quote_ident(known.name))
+JOIN pg_class AS c ON c.oid = to_regclass(quote_ident({schema_name}) || '.' || quote_ident(known.name))
 JOIN pg_namespace AS n ON n.oid = c.relnamespace
 ORDER BY c.relname;
 

@@ -12,8 +12,8 @@ is still applied whole or not at all.
 
 An insert is written once, as steps (:func:`inserting`, :func:`duplicate`): a
 generator that yields each query to run and is sent its rows back, with no I/O
-of its own. :func:`run` carries the steps out on a ``psycopg.Connection``,
-:func:`arun` awaits them on a caller's ``psycopg.AsyncConnection``, so both
+of its own. :meth:`Statements.run` carries the steps out on a ``psycopg.Connection``,
+:meth:`Statements.arun` awaits them on a caller's ``psycopg.AsyncConnection``, so both
 kinds of connection run the same statements with the same parameters and the
 same decisions between them.
 """
@@ -21,7 +21,7 @@ same decisions between them.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, nullcontext
 from datetime import datetime
 from typing import Any, NamedTuple, TypeVar
@@ -35,7 +35,6 @@ from tenure.store.postgres import rows
 from tenure.store.postgres.driver import is_duplicate_id
 from tenure.store.postgres.pooling import PooledConnection
 from tenure.store.postgres.rows import Row
-from tenure.store.postgres.schema import Q
 from tenure.store.refusals import unique_conflict
 from tenure.store.types import PreparedTask
 
@@ -53,59 +52,10 @@ Steps = Generator[Query, list[Row], T]
 each is sent the rows of the one before, and the steps return ``T``."""
 
 
-def fetch(conn: Connection, query: str, params: dict[str, Any]) -> list[Row]:
-    """Run the named ``query`` on ``conn`` and return its rows as dicts
-    (whatever row factory the connection has, if it is a caller's)."""
-    return fetch_made(conn, query, params, dict_row)
-
-
 KEPT_CURSOR = frozenset({"insert_one"})
 """The statements run on a kept cursor of the store's own connections (see
 ``PooledConnection.kept_cursor``): frequent, with one task's parameters and a
 one-row answer."""
-
-
-def fetch_made(
-    conn: Connection, query: str, params: dict[str, Any], row_factory: RowFactory[R]
-) -> list[R]:
-    """Run the named ``query`` on ``conn`` and return its rows as
-    ``row_factory`` makes them."""
-    if query in KEPT_CURSOR and isinstance(conn, PooledConnection):
-        kept = conn.kept_cursor(row_factory)
-        kept.execute(Q[query], params)
-        return kept.fetchall()
-    with conn.cursor(row_factory=row_factory) as cur:
-        cur.execute(Q[query], params)
-        return cur.fetchall()
-
-
-async def afetch(conn: AsyncConnection, query: str, params: dict[str, Any]) -> list[Row]:
-    """:func:`fetch` on an ``AsyncConnection``."""
-    async with conn.cursor(row_factory=dict_row) as cur:
-        await cur.execute(Q[query], params)
-        return await cur.fetchall()
-
-
-def run(conn: Connection, steps: Steps[T]) -> T:
-    """Carry ``steps`` out on ``conn``; what they return."""
-    try:
-        query, params = next(steps)
-        while True:
-            query, params = steps.send(fetch(conn, query, params))
-    except StopIteration as done:
-        result: T = done.value
-        return result
-
-
-async def arun(conn: AsyncConnection, steps: Steps[T]) -> T:
-    """:func:`run` on an ``AsyncConnection``."""
-    try:
-        query, params = next(steps)
-        while True:
-            query, params = steps.send(await afetch(conn, query, params))
-    except StopIteration as done:
-        result: T = done.value
-        return result
 
 
 def split(keys: Sequence[str], sizes: Sequence[int]) -> list[list[int]]:
@@ -189,61 +139,116 @@ def insert_of(tasks: Sequence[PreparedTask], now: datetime | None) -> Insert:
     )
 
 
-def insert(conn: Connection, batch: Insert) -> list[Row]:
-    """Insert every part of ``batch``, or nothing; ``DuplicateTask`` names an id
-    that exists, ``UniqueConflict`` every task whose unique lock is held.
+class Statements:
+    """The store's named queries (one schema's: see
+    :func:`~tenure.store.postgres.schema.queries`), run on a connection: the
+    store's own or a caller's, sync or async."""
 
-    If the caller's connection had no transaction open yet (and no autocommit),
-    the one the insert began holds nothing of theirs: after a refusal it is
-    rolled back, leaving the connection as it was found.
-    """
-    return guarded(conn, batch.ids, batch.several, lambda: run(conn, inserting(batch)))
+    def __init__(self, queries: Mapping[str, str]) -> None:
+        self.q = queries
 
+    def fetch(self, conn: Connection, query: str, params: dict[str, Any]) -> list[Row]:
+        """Run the named ``query`` on ``conn`` and return its rows as dicts
+        (whatever row factory the connection has, if it is a caller's)."""
+        return self.fetch_made(conn, query, params, dict_row)
 
-def guarded(conn: Connection, ids: Sequence[str], several: bool, write: Callable[[], T]) -> T:
-    """Run ``write`` (an insert of the tasks ``ids``) all-or-nothing on ``conn``,
-    with :func:`insert`'s refusals and its care of the caller's connection."""
-    began = _begins(conn)
-    try:
-        with atomic(conn, several):
-            return write()
-    except (UniqueConflict, psycopg.Error) as exc:
+    def fetch_made(
+        self, conn: Connection, query: str, params: dict[str, Any], row_factory: RowFactory[R]
+    ) -> list[R]:
+        """Run the named ``query`` on ``conn`` and return its rows as
+        ``row_factory`` makes them."""
+        if query in KEPT_CURSOR and isinstance(conn, PooledConnection):
+            kept = conn.kept_cursor(row_factory)
+            kept.execute(self.q[query], params)
+            return kept.fetchall()
+        with conn.cursor(row_factory=row_factory) as cur:
+            cur.execute(self.q[query], params)
+            return cur.fetchall()
+
+    async def afetch(self, conn: AsyncConnection, query: str, params: dict[str, Any]) -> list[Row]:
+        """:meth:`fetch` on an ``AsyncConnection``."""
+        async with conn.cursor(row_factory=dict_row) as cur:
+            await cur.execute(self.q[query], params)
+            return await cur.fetchall()
+
+    def run(self, conn: Connection, steps: Steps[T]) -> T:
+        """Carry ``steps`` out on ``conn``; what they return."""
+        try:
+            query, params = next(steps)
+            while True:
+                query, params = steps.send(self.fetch(conn, query, params))
+        except StopIteration as done:
+            result: T = done.value
+            return result
+
+    async def arun(self, conn: AsyncConnection, steps: Steps[T]) -> T:
+        """:meth:`run` on an ``AsyncConnection``."""
+        try:
+            query, params = next(steps)
+            while True:
+                query, params = steps.send(await self.afetch(conn, query, params))
+        except StopIteration as done:
+            result: T = done.value
+            return result
+
+    def insert(self, conn: Connection, batch: Insert) -> list[Row]:
+        """Insert every part of ``batch``, or nothing; ``DuplicateTask`` names an
+        id that exists, ``UniqueConflict`` every task whose unique lock is held.
+
+        If the caller's connection had no transaction open yet (and no
+        autocommit), the one the insert began holds nothing of theirs: after a
+        refusal it is rolled back, leaving the connection as it was found.
+        """
+        return self.guarded(
+            conn, batch.ids, batch.several, lambda: self.run(conn, inserting(batch))
+        )
+
+    def guarded(
+        self, conn: Connection, ids: Sequence[str], several: bool, write: Callable[[], T]
+    ) -> T:
+        """Run ``write`` (an insert of the tasks ``ids``) all-or-nothing on
+        ``conn``, with :meth:`insert`'s refusals and its care of the caller's
+        connection."""
+        began = _begins(conn)
+        try:
+            with atomic(conn, several):
+                return write()
+        except (UniqueConflict, psycopg.Error) as exc:
+            if began:
+                conn.rollback()
+            if not is_duplicate_id(exc):
+                raise
+        except BaseException:  # interrupted (Ctrl-C): leave no transaction of ours behind
+            if began:
+                with contextlib.suppress(Exception):
+                    conn.rollback()
+            raise
+        refusal = self.run(conn, duplicate(ids))
         if began:
             conn.rollback()
-        if not is_duplicate_id(exc):
+        raise refusal
+
+    async def ainsert(self, conn: AsyncConnection, batch: Insert) -> list[Row]:
+        """:meth:`insert` on a caller's ``AsyncConnection``: the same
+        statements, awaited, with the same savepoint and the same refusals."""
+        began = _begins(conn)
+        try:
+            async with aatomic(conn, batch.several):
+                return await self.arun(conn, inserting(batch))
+        except (UniqueConflict, psycopg.Error) as exc:
+            if began:
+                await conn.rollback()
+            if not is_duplicate_id(exc):
+                raise
+        except BaseException:  # cancelled: leave no transaction of ours behind, aborted
+            if began:
+                with contextlib.suppress(Exception):
+                    await conn.rollback()
             raise
-    except BaseException:  # interrupted (Ctrl-C): leave no transaction of ours behind
-        if began:
-            with contextlib.suppress(Exception):
-                conn.rollback()
-        raise
-    refusal = run(conn, duplicate(ids))
-    if began:
-        conn.rollback()
-    raise refusal
-
-
-async def ainsert(conn: AsyncConnection, batch: Insert) -> list[Row]:
-    """:func:`insert` on a caller's ``AsyncConnection``: the same statements,
-    awaited, with the same savepoint and the same refusals."""
-    began = _begins(conn)
-    try:
-        async with aatomic(conn, batch.several):
-            return await arun(conn, inserting(batch))
-    except (UniqueConflict, psycopg.Error) as exc:
+        refusal = await self.arun(conn, duplicate(batch.ids))
         if began:
             await conn.rollback()
-        if not is_duplicate_id(exc):
-            raise
-    except BaseException:  # cancelled: leave no transaction of ours behind, aborted
-        if began:
-            with contextlib.suppress(Exception):
-                await conn.rollback()
-        raise
-    refusal = await arun(conn, duplicate(batch.ids))
-    if began:
-        await conn.rollback()
-    raise refusal
+        raise refusal
 
 
 def inserting(batch: Insert) -> Steps[list[Row]]:

@@ -24,14 +24,13 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
 from typing import Any, NamedTuple
 
 import psycopg
 
 from tenure.errors import TenureError
-from tenure.store.postgres.schema import Q
 
 log = logging.getLogger("tenure.store")
 
@@ -68,11 +67,13 @@ class Wants:
     def __init__(
         self,
         connection: Callable[[], AbstractContextManager[Connection]],
+        q: Mapping[str, str],
         *,
         events: bool,
         lapsed: Callable[[], None],
     ) -> None:
         self._connection = connection
+        self._q = q
         self._events = events
         self._lapsed = lapsed  # wake-ups may have been missed: every waiter looks again
         self._waiter = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
@@ -159,9 +160,9 @@ class Wants:
         }
         try:
             with self._connection() as conn, conn.transaction():
-                conn.execute(Q["wake_lock_timeout"])
-                conn.execute(Q["wake_lock"])
-                conn.execute(Q["wake_want"], params)
+                conn.execute(self._q["wake_lock_timeout"])
+                conn.execute(self._q["wake_lock"])
+                conn.execute(self._q["wake_want"], params)
         except TenureError as exc:
             if not self._missed:
                 log.warning("could not register for wake-ups (waiting by polling): %s", exc)
@@ -181,7 +182,7 @@ class Wants:
                 return
         try:
             with self._connection() as conn:
-                conn.execute(Q["wake_drop"], {"waiter": self._waiter})
+                conn.execute(self._q["wake_drop"], {"waiter": self._waiter})
         except TenureError as exc:
             log.warning("could not remove a wake-up registration (it expires): %s", exc)
             return
@@ -211,7 +212,7 @@ class Wants:
         triggers' check a row each)."""
         try:
             with self._connection() as conn:
-                conn.execute(Q["wake_tidy"])
+                conn.execute(self._q["wake_tidy"])
         except TenureError as exc:
             log.debug("could not delete expired wake-up registrations: %s", exc)
 

@@ -24,3 +24,22 @@ DROP FUNCTION IF EXISTS
     tenure_task_transitioned, tenure_tasks_created, tenure_tasks_tallied_created,
     tenure_tasks_tallied_deleted, tenure_tasks_tallied_truncated,
     tenure_tasks_tallied_updated, tenure_tasks_updated, tenure_unique_transition;
+
+-- Last, the schema itself (never public) when nothing of anyone else's is
+-- left in it, and the copy of the ledger that the move out of public left
+-- there for processes of older versions (see move_from_public in queries.sql).
+DO $drop$
+BEGIN
+    IF obj_description(to_regclass('public.tenure_migrations'), 'pg_class')
+       LIKE 'tenure moved to schema %' THEN
+        DROP TABLE public.tenure_migrations;
+    END IF;
+    IF current_schema() <> 'public' THEN
+        BEGIN
+            EXECUTE format('DROP SCHEMA %I', current_schema());
+        EXCEPTION WHEN dependent_objects_still_exist THEN
+            NULL;  -- something else lives in it: it stays
+        END;
+    END IF;
+END
+$drop$;

@@ -1,6 +1,8 @@
-"""A PostgreSQL store URL's ``listen=``: the direct connection its listeners use
-behind a pooler (``tenure.store.postgres.pooler``), taken out of the URL before
-libpq reads it, and refused in one line when it cannot be a PostgreSQL URL."""
+"""A PostgreSQL store URL's own parameters (``tenure.store.postgres.params``),
+taken out of the URL before libpq reads it: ``listen=``, the direct connection
+its listeners use behind a pooler, refused in one line when it cannot be a
+PostgreSQL URL; and ``schema=``, where tenure's tables live, refused in one line
+when it is not a plain SQL name."""
 
 from __future__ import annotations
 
@@ -9,10 +11,17 @@ from urllib.parse import quote
 import pytest
 
 from tenure import ConfigError
-from tenure.store.postgres.pooler import split_listen
+from tenure.store.postgres.params import store_params
 from tenure.store.url import redact
 
 POOLED = "postgresql://app@pgbouncer:6432/jobs"
+
+
+def split_listen(url: str) -> tuple[str, str | None]:
+    params = store_params(url)
+    return params.url, params.listen
+
+
 DIRECT = "postgresql://app@db:5432/jobs"
 
 
@@ -76,3 +85,40 @@ def test_log_lines_show_no_password_of_the_listen_url() -> None:
     shown = redact(f"postgresql://app:outer@pgbouncer:6432/jobs?listen={encoded}&sslmode=disable")
     assert not {"outer", "inner", "again"} & set(shown.replace("@", " ").replace("=", " ").split())
     assert shown.count("***") == 3 and "listen=postgresql://app:***@db:5432/jobs" in shown
+
+
+@pytest.mark.parametrize(
+    ("url", "rest", "schema"),
+    [
+        (DIRECT, DIRECT, "tenure"),
+        (f"{DIRECT}?schema=jobs", DIRECT, "jobs"),
+        (f"{DIRECT}?sslmode=disable&schema=app_queue", f"{DIRECT}?sslmode=disable", "app_queue"),
+        ("host=db dbname=jobs schema=public", "host=db dbname=jobs", "public"),
+        (f"{DIRECT}?schema=jobs&listen={quote(DIRECT, safe='')}", DIRECT, "jobs"),
+    ],
+)
+def test_the_schema_is_taken_out_of_the_url(url: str, rest: str, schema: str) -> None:
+    params = store_params(url)
+    assert (params.url, params.schema) == (rest, schema)
+
+
+def test_the_schema_comes_from_the_environment_unless_the_url_names_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TENURE_SCHEMA", "from_env")
+    assert store_params(DIRECT).schema == "from_env"
+    assert store_params(f"{DIRECT}?schema=from_url").schema == "from_url"
+
+
+@pytest.mark.parametrize(
+    "schema", ["Jobs", "1jobs", "jobs;drop", 'jo"bs', "pg_catalog", "x" * 64, "", "my-jobs"]
+)
+def test_a_schema_that_is_not_a_plain_name_is_refused_in_one_line(schema: str) -> None:
+    with pytest.raises(ConfigError, match="not a plain lower-case SQL name") as raised:
+        store_params(f"{DIRECT}?schema={quote(schema, safe='')}")
+    assert "\n" not in str(raised.value)
+
+
+def test_a_schema_given_twice_is_refused() -> None:
+    with pytest.raises(ConfigError, match="schema= more than once"):
+        store_params(f"{DIRECT}?schema=a&schema=b")
