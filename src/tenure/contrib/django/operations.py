@@ -136,10 +136,20 @@ def _forwards(schema_editor: Any, dialect: Dialect, name: str) -> None:
 
 
 def _teardown(schema_editor: Any, dialect: Dialect) -> None:
-    """Drop whatever tenure's migrations made, its ledger included."""
+    """Drop whatever tenure's migrations made, its ledger included (on SQLite,
+    by the names the recorded migrations gave: from 0008 on, a ``tasks`` table
+    is the application's own)."""
+    schema = _schema(dialect)
     if dialect == "postgresql":
-        schema_editor.execute(_schema(dialect).Q["lock_migrations"], None)
-    for statement in _split(dialect, teardown(DIALECT_PACKAGES[dialect])):
+        schema_editor.execute(schema.Q["lock_migrations"], None)
+        found = _split(dialect, teardown(DIALECT_PACKAGES[dialect]))
+    else:
+        done: set[int] = set()  # sqlmigrate prints what a current database runs
+        if not schema_editor.collect_sql:
+            schema_editor.execute(schema.Q["create_migration_ledger"], None)
+            done = _recorded(schema_editor, schema.Q)
+        found = schema.teardown_statements(done)
+    for statement in found:
         schema_editor.execute(statement, None)
 
 
