@@ -8,7 +8,7 @@
 WITH RECURSIVE n(i) AS (
     SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < :count
 )
-INSERT INTO tasks (
+INSERT INTO tenure_tasks (
     id, topic, name, status, data, result, attempts, max_attempts, assignee,
     created_at, updated_at, started_at, finished_at, duration, record_ver
 )

@@ -16,6 +16,7 @@ import json
 import pkgutil
 import sqlite3
 from collections.abc import Iterator
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -172,7 +173,26 @@ def test_migrate_tenure_zero_drops_tenures_schema(target: Target) -> None:
     target.run(["migrate"])
 
     assert pending_migrations(target.url) == []
-    assert "tasks" in target.tenures_objects()
+    tasks = "tenure_tasks" if target.dialect == "sqlite" else "tasks"
+    assert tasks in target.tenures_objects()
+
+
+def test_migrate_tenure_zero_leaves_an_applications_tasks_table_on_sqlite(
+    tmp_path: Path,
+) -> None:
+    """tenure's SQLite tables are tenure_*: a table of the project's own named
+    tasks, beside them, is not tenure's to drop."""
+    target = Target("sqlite", sqlite_database(tmp_path / "shop.sqlite3"), "")
+    target.run(["migrate"])
+    with closing(sqlite3.connect(target.database["NAME"])) as conn, conn:
+        conn.execute("CREATE TABLE tasks (title TEXT)")
+        conn.execute("INSERT INTO tasks VALUES ('mine')")
+
+    (undone,) = target.run(["migrate", "tenure", "zero"])
+
+    assert "Unapplying tenure.0001_initial... OK" in undone
+    assert target.tenures_objects() == {"tasks"}
+    assert target.query("SELECT title FROM tasks") == [("mine",)]
 
 
 def test_a_partial_reversal_is_refused_before_anything_runs(target: Target) -> None:

@@ -26,13 +26,13 @@ def test_sqlite_rows_are_read_by_name_whatever_the_query_s_columns(tmp_path: Pat
     connection = sqlite3.connect(path)
     connection.row_factory = sqlite3.Row
     try:
-        columns = [row[1] for row in connection.execute("PRAGMA table_info(tasks)")]
+        columns = [row[1] for row in connection.execute("PRAGMA table_info(tenure_tasks)")]
         shuffled = ", ".join(f'{name.upper()} AS "{name.upper()}"' for name in reversed(columns))
-        queries = ("SELECT * FROM tasks", f"SELECT 1 AS extra, {shuffled} FROM tasks")
+        queries = ("SELECT * FROM tenure_tasks", f"SELECT 1 AS extra, {shuffled} FROM tenure_tasks")
         read = [sqlite_rows.task(connection.execute(q).fetchone()) for q in queries]
         assert read[0] == read[1] == created
         assert read[0].tags == frozenset({"x"}) and read[0].status is Status.PENDING
-        narrow = connection.execute("SELECT id, status FROM tasks").fetchone()
+        narrow = connection.execute("SELECT id, status FROM tenure_tasks").fetchone()
         with pytest.raises(IndexError, match="topic"):
             sqlite_rows.task(narrow)
     finally:

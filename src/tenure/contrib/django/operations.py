@@ -197,14 +197,21 @@ def _postgres_schema() -> str:
 
 
 def _teardown(schema_editor: Any, dialect: Dialect) -> None:
-    """Drop whatever tenure's migrations made, its ledger included."""
-    if dialect == "sqlite":
-        for statement in _split(dialect, teardown(DIALECT_PACKAGES[dialect])):
-            schema_editor.execute(statement, None)
+    """Drop whatever tenure's migrations made, its ledger included (on SQLite,
+    by the names the recorded migrations gave: from 0008 on, a ``tasks`` table
+    is the application's own; on PostgreSQL, in tenure's schema only)."""
+    if dialect == "postgresql":
+        with _postgres_migrating(schema_editor):
+            for statement in _split(dialect, teardown(DIALECT_PACKAGES[dialect])):
+                schema_editor.execute(statement, None)
         return
-    with _postgres_migrating(schema_editor):
-        for statement in _split(dialect, teardown(DIALECT_PACKAGES[dialect])):
-            schema_editor.execute(statement, None)
+    schema = _schema(dialect)
+    done: set[int] = set()  # sqlmigrate prints what a current database runs
+    if not schema_editor.collect_sql:
+        schema_editor.execute(schema.Q["create_migration_ledger"], None)
+        done = _recorded(schema_editor, schema.Q)
+    for statement in schema.teardown_statements(done):
+        schema_editor.execute(statement, None)
 
 
 def _schema(dialect: Dialect) -> ModuleType:

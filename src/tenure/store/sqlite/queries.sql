@@ -31,7 +31,7 @@ RELEASE tenure_create;
 -- creation time: sqlite3 binds a value by name with a lookup of the name for
 -- each value of each row, a tenth of a batch's whole write.
 -- name: insert_task
-INSERT INTO tasks (
+INSERT INTO tenure_tasks (
     id, topic, sub_topic, name, status, data, group_id, description, priority,
     max_attempts, tags, timeout, run_at, created_at, updated_at,
     unique_key, unique_lock, unique_on_conflict, unique_ttl, unique_retry_in
@@ -42,37 +42,37 @@ INSERT INTO tasks (
 );
 
 -- name: existing_ids
-SELECT id FROM tasks WHERE id IN (SELECT value FROM json_each(:ids));
+SELECT id FROM tenure_tasks WHERE id IN (SELECT value FROM json_each(:ids));
 
 -- name: get_task
-SELECT * FROM tasks WHERE id = :id;
+SELECT * FROM tenure_tasks WHERE id = :id;
 
 -- name: list_group
-SELECT * FROM tasks WHERE group_id = :group_id ORDER BY seq;
+SELECT * FROM tenure_tasks WHERE group_id = :group_id ORDER BY seq;
 
 -- The filters (index_filters, row_filters) are at the end, with the listings
 -- whose work a scan bounds.
 -- name: list_tasks
-SELECT * FROM tasks
+SELECT * FROM tenure_tasks
 WHERE seq > :after {index_filters} {row_filters}
 ORDER BY seq
 LIMIT :limit;
 
 -- The same, newest first: from the position before :before, backwards.
 -- name: list_tasks_newest
-SELECT * FROM tasks
+SELECT * FROM tenure_tasks
 WHERE seq < :before {index_filters} {row_filters}
 ORDER BY seq DESC
 LIMIT :limit;
 
 -- name: list_leased
-SELECT * FROM tasks
+SELECT * FROM tenure_tasks
 WHERE status IN ('running', 'snoozed') AND seq > :after
 ORDER BY seq
 LIMIT :limit;
 
 -- name: list_leased_topics
-SELECT * FROM tasks
+SELECT * FROM tenure_tasks
 WHERE status IN ('running', 'snoozed') AND seq > :after
   AND topic IN (SELECT value FROM json_each(:topics))
 ORDER BY seq
@@ -83,9 +83,9 @@ LIMIT :limit;
 -- One row comes back even when there is no event, carrying how far retention
 -- has pruned (a cursor older than that may have lost history).
 -- name: list_events
-SELECT coalesce((SELECT pruned_id FROM event_log), 0) AS pruned_id, e.*
+SELECT coalesce((SELECT pruned_id FROM tenure_event_log), 0) AS pruned_id, e.*
 FROM (SELECT 1) AS one
-LEFT JOIN (SELECT * FROM events WHERE id > :after ORDER BY id LIMIT :limit) AS e ON 1
+LEFT JOIN (SELECT * FROM tenure_events WHERE id > :after ORDER BY id LIMIT :limit) AS e ON 1
 ORDER BY e.id;
 
 -- Reserve: take the first :limit runnable rows, highest priority first, then
@@ -94,7 +94,7 @@ ORDER BY e.id;
 --
 -- INDEXED BY names the partial index of pending rows that yields them in that
 -- order, so the scan stops after :limit matches. Left to itself, the planner
--- (without statistics) picks tasks_by_status and sorts every pending row on
+-- (without statistics) picks tenure_tasks_by_status and sorts every pending row on
 -- each reserve: 30 times slower with 20,000 pending. One topic scans that
 -- topic's index; several scan all pending rows in order and skip the others'.
 --
@@ -102,7 +102,7 @@ ORDER BY e.id;
 -- leased to the owner for lease_seconds, the lease token one above the version
 -- it read.
 -- fragment: lease_picked
-UPDATE tasks
+UPDATE tenure_tasks
 SET status = 'running',
     attempts = attempts + 1,
     assignee = :owner,
@@ -119,10 +119,10 @@ SET status = 'running',
 -- name: reserve_any
 {lease_picked}
 WHERE seq IN (
-    SELECT seq FROM tasks INDEXED BY tasks_pending
+    SELECT seq FROM tenure_tasks INDEXED BY tenure_tasks_pending
     WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
       AND (tags = '[]' OR NOT EXISTS (
-          SELECT 1 FROM json_each(tasks.tags) AS t
+          SELECT 1 FROM json_each(tenure_tasks.tags) AS t
           WHERE t.value NOT IN (SELECT value FROM json_each(:tags))))
     ORDER BY priority DESC, seq
     LIMIT :limit
@@ -132,11 +132,11 @@ RETURNING *;
 -- name: reserve_topic
 {lease_picked}
 WHERE seq IN (
-    SELECT seq FROM tasks INDEXED BY tasks_pending_by_topic
+    SELECT seq FROM tenure_tasks INDEXED BY tenure_tasks_pending_by_topic
     WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
       AND topic = :topic
       AND (tags = '[]' OR NOT EXISTS (
-          SELECT 1 FROM json_each(tasks.tags) AS t
+          SELECT 1 FROM json_each(tenure_tasks.tags) AS t
           WHERE t.value NOT IN (SELECT value FROM json_each(:tags))))
     ORDER BY priority DESC, seq
     LIMIT :limit
@@ -146,11 +146,11 @@ RETURNING *;
 -- name: reserve_topics
 {lease_picked}
 WHERE seq IN (
-    SELECT seq FROM tasks INDEXED BY tasks_pending
+    SELECT seq FROM tenure_tasks INDEXED BY tenure_tasks_pending
     WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
       AND topic IN (SELECT value FROM json_each(:topics))
       AND (tags = '[]' OR NOT EXISTS (
-          SELECT 1 FROM json_each(tasks.tags) AS t
+          SELECT 1 FROM json_each(tenure_tasks.tags) AS t
           WHERE t.value NOT IN (SELECT value FROM json_each(:tags))))
     ORDER BY priority DESC, seq
     LIMIT :limit
@@ -162,7 +162,7 @@ RETURNING *;
 -- its state (a batch). A batch runs its query once per lease, in one
 -- transaction; the names are PostgreSQL's, whose queries take the whole batch.
 -- fragment: extend_leases_write
-UPDATE tasks
+UPDATE tenure_tasks
 SET lease_expires_at = :now + :lease_seconds,
     lease_seconds = :lease_seconds,
     record_ver = record_ver + 1,
@@ -179,7 +179,7 @@ RETURNING *;
 RETURNING id, status, attempts, record_ver;
 
 -- fragment: complete_tasks_write
-UPDATE tasks
+UPDATE tenure_tasks
 SET status = 'done',
     result = :result,
     finished_at = :now,
@@ -200,7 +200,7 @@ RETURNING id, status, attempts, record_ver;
 
 -- A retry is granted only while attempts remain; otherwise the task fails.
 -- fragment: fail_tasks_write
-UPDATE tasks
+UPDATE tenure_tasks
 SET status = CASE WHEN :retry_in IS NOT NULL AND attempts < max_attempts
                   THEN 'pending' ELSE 'failed' END,
     run_at = CASE WHEN :retry_in IS NOT NULL AND attempts < max_attempts
@@ -230,7 +230,7 @@ RETURNING id, status, attempts, record_ver;
 -- which the supervisor projects on its own monotonic clock; lease_expires_at
 -- shows the wake-up time by the snoozer's clock, for people only.
 -- name: snooze_task
-UPDATE tasks
+UPDATE tenure_tasks
 SET status = 'snoozed',
     attempts = attempts - 1,
     lease_owner = NULL,
@@ -243,7 +243,7 @@ WHERE id = :id AND status = 'running' AND lease_token = :token AND assignee = :o
 RETURNING *;
 
 -- name: release_task
-UPDATE tasks
+UPDATE tenure_tasks
 SET status = 'pending',
     attempts = attempts - 1,
     lease_owner = NULL,
@@ -259,7 +259,7 @@ RETURNING *;
 -- any snoozed task go back to pending. The lease token is cleared: the old
 -- holder's writes are refused from now on.
 -- name: revoke_task
-UPDATE tasks
+UPDATE tenure_tasks
 SET status = CASE WHEN status = 'running' AND attempts >= max_attempts
                   THEN 'failed' ELSE 'pending' END,
     error = CASE WHEN status = 'running' AND attempts >= max_attempts
@@ -276,7 +276,7 @@ WHERE id = :id AND record_ver = :record_ver AND status IN ('running', 'snoozed')
 RETURNING *;
 
 -- name: cancel_task
-UPDATE tasks
+UPDATE tenure_tasks
 SET status = 'cancelled',
     finished_at = :now,
     lease_owner = NULL,
@@ -289,7 +289,7 @@ WHERE id = :id AND status IN (SELECT value FROM json_each(:sources))
 RETURNING *;
 
 -- name: retry_task
-UPDATE tasks
+UPDATE tenure_tasks
 SET status = 'pending',
     attempts = 0,
     run_at = NULL,
@@ -333,41 +333,42 @@ PRAGMA synchronous = EXTRA;
 PRAGMA synchronous = OFF;
 
 -- name: count_tasks
-SELECT count(*) AS count FROM tasks WHERE true {index_filters} {row_filters};
+SELECT count(*) AS count FROM tenure_tasks WHERE true {index_filters} {row_filters};
 
 -- Retention: finished tasks and old events go in bounded batches.
 -- name: prune_tasks
-DELETE FROM tasks WHERE seq IN (
-    SELECT seq FROM tasks
+DELETE FROM tenure_tasks WHERE seq IN (
+    SELECT seq FROM tenure_tasks
     WHERE status IN (SELECT value FROM json_each(:statuses)) AND finished_at < :cutoff
     ORDER BY finished_at  -- the oldest go first when the limit cuts the batch
     LIMIT :limit
 );
 
 -- How many finished tasks and events are older than the retention, each
--- counted up to a cap: a bounded walk of tasks_finished and events_by_time.
+-- counted up to a cap: a bounded walk of tenure_tasks_finished and
+-- tenure_events_by_time.
 -- name: retention_backlog
 SELECT
     (SELECT count(*) FROM (
-        SELECT 1 FROM tasks
+        SELECT 1 FROM tenure_tasks
         WHERE status IN ('done', 'failed', 'cancelled') AND finished_at < :cutoff
         LIMIT :cap
     )) AS tasks,
-    (SELECT count(*) FROM (SELECT 1 FROM events WHERE at < :cutoff LIMIT :cap)) AS events;
+    (SELECT count(*) FROM (SELECT 1 FROM tenure_events WHERE at < :cutoff LIMIT :cap)) AS events;
 
 -- name: prune_events
-DELETE FROM events WHERE id IN (
-    SELECT id FROM events WHERE at < :cutoff ORDER BY at LIMIT :limit
+DELETE FROM tenure_events WHERE id IN (
+    SELECT id FROM tenure_events WHERE at < :cutoff ORDER BY at LIMIT :limit
 )
 RETURNING id;
 
 -- The newest event pruned so far (see 0004_follow_and_reports.sql).
 -- name: mark_events_pruned
-INSERT INTO event_log (only_row, pruned_id) VALUES (1, :pruned_id)
+INSERT INTO tenure_event_log (only_row, pruned_id) VALUES (1, :pruned_id)
 ON CONFLICT (only_row) DO UPDATE SET pruned_id = max(pruned_id, excluded.pruned_id);
 
 -- name: worker_beat
-INSERT INTO workers (id, host, pid, topics, tags, pool, concurrency, held, started_at, last_seen)
+INSERT INTO tenure_workers (id, host, pid, topics, tags, pool, concurrency, held, started_at, last_seen)
 VALUES (:id, :host, :pid, :topics, :tags, :pool, :concurrency, :held, :now, :now)
 ON CONFLICT (id) DO UPDATE SET
     host = excluded.host, pid = excluded.pid, topics = excluded.topics,
@@ -376,44 +377,44 @@ ON CONFLICT (id) DO UPDATE SET
 RETURNING *;
 
 -- name: worker_remove
-DELETE FROM workers WHERE id = :id RETURNING id;
+DELETE FROM tenure_workers WHERE id = :id RETURNING id;
 
 -- name: worker_list
-SELECT * FROM workers ORDER BY started_at, id;
+SELECT * FROM tenure_workers ORDER BY started_at, id;
 
 -- name: worker_prune
-DELETE FROM workers WHERE last_seen < :cutoff;
+DELETE FROM tenure_workers WHERE last_seen < :cutoff;
 
 -- Leadership: acquire only a vacant (or never held) leadership.
 -- name: leader_acquire
-INSERT INTO leaders (name, owner, token, record_ver, lease_seconds, updated_at)
+INSERT INTO tenure_leaders (name, owner, token, record_ver, lease_seconds, updated_at)
 VALUES (:name, :owner, 1, 1, :lease_seconds, :now)
 ON CONFLICT (name) DO UPDATE SET
     owner = excluded.owner,
-    token = leaders.record_ver + 1,
-    record_ver = leaders.record_ver + 1,
+    token = tenure_leaders.record_ver + 1,
+    record_ver = tenure_leaders.record_ver + 1,
     lease_seconds = excluded.lease_seconds,
     updated_at = excluded.updated_at
-WHERE leaders.owner IS NULL
+WHERE tenure_leaders.owner IS NULL
 RETURNING name, owner, token;
 
 -- name: leader_extend
-UPDATE leaders
+UPDATE tenure_leaders
 SET record_ver = record_ver + 1, lease_seconds = :lease_seconds, updated_at = :now
 WHERE name = :name AND owner = :owner AND token = :token
 RETURNING *;
 
 -- name: leader_get
-SELECT * FROM leaders WHERE name = :name;
+SELECT * FROM tenure_leaders WHERE name = :name;
 
 -- name: leader_revoke
-UPDATE leaders
+UPDATE tenure_leaders
 SET owner = NULL, token = NULL, record_ver = record_ver + 1, updated_at = :now
 WHERE name = :name AND record_ver = :record_ver AND owner IS NOT NULL
 RETURNING name;
 
 -- name: leader_resign
-UPDATE leaders
+UPDATE tenure_leaders
 SET owner = NULL, token = NULL, record_ver = record_ver + 1, updated_at = :now
 WHERE name = :name AND owner = :owner AND token = :token
 RETURNING name;
@@ -422,27 +423,27 @@ RETURNING name;
 -- this task's (a start of an until_executed task finds its own lock); the row
 -- comes back only if it was taken. A lock kept by its own task keeps its expiry.
 -- name: take_unique_locks
-INSERT INTO unique_locks (key, task_id, lock, expires_at, created_at)
+INSERT INTO tenure_unique_locks (key, task_id, lock, expires_at, created_at)
 VALUES (:key, :task_id, :lock, :expires_at, :now)
 ON CONFLICT (key) DO UPDATE SET
     task_id = excluded.task_id,
     lock = excluded.lock,
-    expires_at = CASE WHEN unique_locks.task_id = excluded.task_id
-                           AND unique_locks.expires_at > :now
-                      THEN unique_locks.expires_at ELSE excluded.expires_at END,
-    created_at = CASE WHEN unique_locks.task_id = excluded.task_id
-                      THEN unique_locks.created_at ELSE excluded.created_at END
-WHERE unique_locks.expires_at <= :now OR unique_locks.task_id = excluded.task_id
+    expires_at = CASE WHEN tenure_unique_locks.task_id = excluded.task_id
+                           AND tenure_unique_locks.expires_at > :now
+                      THEN tenure_unique_locks.expires_at ELSE excluded.expires_at END,
+    created_at = CASE WHEN tenure_unique_locks.task_id = excluded.task_id
+                      THEN tenure_unique_locks.created_at ELSE excluded.created_at END
+WHERE tenure_unique_locks.expires_at <= :now OR tenure_unique_locks.task_id = excluded.task_id
 RETURNING key;
 
 -- name: unique_lock_holders
-SELECT task_id FROM unique_locks WHERE key = :key;
+SELECT task_id FROM tenure_unique_locks WHERE key = :key;
 
 -- A task refused at start, by its rule: reject cancels it; reschedule puts it
 -- back to pending later without spending the attempt; raise fails the attempt
 -- (retried later while attempts remain).
 -- name: refuse_unique_start
-UPDATE tasks
+UPDATE tenure_tasks
 SET status = CASE
         WHEN unique_on_conflict = 'reject' THEN 'cancelled'
         WHEN unique_on_conflict = 'reschedule' OR attempts < max_attempts THEN 'pending'
@@ -466,10 +467,10 @@ SET status = CASE
 WHERE id = :id AND status = 'running';
 
 -- name: list_unique_locks
-SELECT * FROM unique_locks WHERE expires_at > :now ORDER BY created_at, key LIMIT :limit;
+SELECT * FROM tenure_unique_locks WHERE expires_at > :now ORDER BY created_at, key LIMIT :limit;
 
 -- name: prune_unique_locks
-DELETE FROM unique_locks WHERE expires_at <= :now;
+DELETE FROM tenure_unique_locks WHERE expires_at <= :now;
 
 -- Wake-ups. data_version changes when another connection commits; reading it
 -- costs no I/O (it is kept in the WAL index, in shared memory).
@@ -478,12 +479,12 @@ PRAGMA data_version;
 
 -- Whether a task of the topics may be reserved now (tags aside).
 -- name: runnable_any
-SELECT 1 FROM tasks INDEXED BY tasks_pending
+SELECT 1 FROM tenure_tasks INDEXED BY tenure_tasks_pending
 WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
 LIMIT 1;
 
 -- name: runnable_topics
-SELECT 1 FROM tasks INDEXED BY tasks_pending_by_topic
+SELECT 1 FROM tenure_tasks INDEXED BY tenure_tasks_pending_by_topic
 WHERE status = 'pending' AND topic IN (SELECT value FROM json_each(:topics))
   AND (run_at IS NULL OR run_at <= :now)
 LIMIT 1;
@@ -493,27 +494,27 @@ LIMIT 1;
 -- one saves (and its trigger appends the report event) and the other gets no
 -- row back.
 -- name: report_save
-INSERT INTO reports (key, slot, run_at, owner, query, task_ids, total)
+INSERT INTO tenure_reports (key, slot, run_at, owner, query, task_ids, total)
 VALUES (:key, :slot, :now, :owner, :query, :task_ids, :total)
 ON CONFLICT (key) DO UPDATE SET
     slot = excluded.slot, run_at = excluded.run_at, owner = excluded.owner,
     query = excluded.query, task_ids = excluded.task_ids, total = excluded.total
-WHERE reports.slot < excluded.slot
+WHERE tenure_reports.slot < excluded.slot
 RETURNING *;
 
 -- name: report_get
-SELECT * FROM reports WHERE key = :key;
+SELECT * FROM tenure_reports WHERE key = :key;
 
 -- name: report_list
-SELECT * FROM reports ORDER BY key;
+SELECT * FROM tenure_reports ORDER BY key;
 
 -- Reports of queries no longer run (nothing saved within the retention).
 -- name: prune_reports
-DELETE FROM reports WHERE run_at < :cutoff;
+DELETE FROM tenure_reports WHERE run_at < :cutoff;
 
 -- The newest events before an id, newest first (for a tail).
 -- name: tail_events
-SELECT * FROM events WHERE id < :before ORDER BY id DESC LIMIT :limit;
+SELECT * FROM tenure_events WHERE id < :before ORDER BY id DESC LIMIT :limit;
 
 -- Operating: what the command line and the HTTP API show and do.
 --
@@ -521,41 +522,41 @@ SELECT * FROM events WHERE id < :before ORDER BY id DESC LIMIT :limit;
 -- accept a unique prefix of an id; two are enough to say it is ambiguous. GLOB
 -- matches case for case, so the pattern is a range of the id's index.
 -- name: find_task_ids
-SELECT id FROM tasks WHERE id GLOB :pattern ORDER BY id LIMIT 2;
+SELECT id FROM tenure_tasks WHERE id GLOB :pattern ORDER BY id LIMIT 2;
 
 -- The greatest id that begins with :prefix (pattern as for find_task_ids): one
 -- step back along the id's index.
 -- name: last_task_id
-SELECT id FROM tasks WHERE id GLOB :pattern ORDER BY id DESC LIMIT 1;
+SELECT id FROM tenure_tasks WHERE id GLOB :pattern ORDER BY id DESC LIMIT 1;
 
--- One task's events, in the order they were written (walks events_by_task).
+-- One task's events, in the order they were written (walks tenure_events_by_task).
 -- name: list_task_events
-SELECT * FROM events WHERE task_id = :task_id ORDER BY id;
+SELECT * FROM tenure_events WHERE task_id = :task_id ORDER BY id;
 
 -- How many tasks each topic has in each status.
 -- name: stats_counts
-SELECT topic, status, count(*) AS count FROM tasks GROUP BY topic, status;
+SELECT topic, status, count(*) AS count FROM tenure_tasks GROUP BY topic, status;
 
 -- Per topic, the longest wait among the pending tasks runnable at :now: the
 -- earliest time one became runnable (its run_at, or its creation if it had no
 -- delay), among those that became runnable by :now.
 -- name: stats_oldest_pending
 SELECT topic, min(coalesce(run_at, created_at)) AS since
-FROM tasks
+FROM tenure_tasks
 WHERE status = 'pending' AND coalesce(run_at, created_at) <= :now
 GROUP BY topic;
 
 -- How many tasks ended (done, failed, cancelled) since :since, by how, per topic.
 -- name: stats_endings
 SELECT topic, to_status AS status, count(*) AS count
-FROM events
+FROM tenure_events
 WHERE at >= :since AND to_status IN ('done', 'failed', 'cancelled')
 GROUP BY topic, to_status;
 
 -- Per topic, the tasks that entered each status: the totals the events'
 -- trigger keeps (0006_transition_totals.sql), which pruning leaves alone.
 -- name: transition_totals
-SELECT topic, status, n AS count FROM task_transition_totals;
+SELECT topic, status, n AS count FROM tenure_task_transition_totals;
 
 -- Listing, and what the dashboard reads.
 --
@@ -586,12 +587,12 @@ AND (:topic IS NULL OR topic = :topic)
 -- after it. One row comes back even for an empty page, to carry it.
 -- name: list_tasks_scan
 WITH reach AS MATERIALIZED (
-    SELECT (SELECT seq FROM tasks
+    SELECT (SELECT seq FROM tenure_tasks
             WHERE seq > :after {index_filters}
             ORDER BY seq
             LIMIT 1 OFFSET :scan - 1) AS seq
 ), page AS (
-    SELECT * FROM tasks
+    SELECT * FROM tenure_tasks
     WHERE seq > :after AND seq <= coalesce((SELECT seq FROM reach), 9223372036854775807)
       {index_filters} {row_filters}
     ORDER BY seq
@@ -607,12 +608,12 @@ ORDER BY page.seq;
 -- The same, newest first: from the position before :before, backwards.
 -- name: list_tasks_newest_scan
 WITH reach AS MATERIALIZED (
-    SELECT (SELECT seq FROM tasks
+    SELECT (SELECT seq FROM tenure_tasks
             WHERE seq < :before {index_filters}
             ORDER BY seq DESC
             LIMIT 1 OFFSET :scan - 1) AS seq
 ), page AS (
-    SELECT * FROM tasks
+    SELECT * FROM tenure_tasks
     WHERE seq < :before AND seq >= coalesce((SELECT seq FROM reach), 0)
       {index_filters} {row_filters}
     ORDER BY seq DESC
@@ -626,11 +627,11 @@ LEFT JOIN page ON true
 ORDER BY page.seq DESC;
 
 -- How many tasks entered each status in each minute from :since to :until (a
--- creation enters pending), counted from the event log: walks events_by_time
+-- creation enters pending), counted from the event log: walks tenure_events_by_time
 -- over those minutes only. Reports are not transitions.
 -- name: task_rates
 SELECT CAST(at / 60 AS INTEGER) * 60 AS minute, to_status AS status, count(*) AS count
-FROM events
+FROM tenure_events
 WHERE at >= :since AND at < :until AND to_status <> 'report'
   AND (:topic IS NULL OR topic = :topic)
 GROUP BY CAST(at / 60 AS INTEGER), to_status;
@@ -638,11 +639,11 @@ GROUP BY CAST(at / 60 AS INTEGER), to_status;
 -- The groups with tasks among the newest :scan (walking the table backwards
 -- from its end), the group of the newest first, at most :limit; each with its
 -- tasks per status and its earliest creation, over all its tasks (walks
--- tasks_by_group).
+-- tenure_tasks_by_group).
 -- name: task_groups
 WITH recent AS (
     SELECT group_id, max(seq) AS newest
-    FROM (SELECT seq, group_id FROM tasks ORDER BY seq DESC LIMIT :scan)
+    FROM (SELECT seq, group_id FROM tenure_tasks ORDER BY seq DESC LIMIT :scan)
     WHERE group_id IS NOT NULL
     GROUP BY group_id
     ORDER BY newest DESC
@@ -650,18 +651,18 @@ WITH recent AS (
 )
 SELECT recent.group_id, t.status, count(*) AS count, min(t.created_at) AS created_at
 FROM recent
-JOIN tasks AS t ON t.group_id = recent.group_id
+JOIN tenure_tasks AS t ON t.group_id = recent.group_id
 GROUP BY recent.newest, recent.group_id, t.status
 ORDER BY recent.newest DESC, t.status;
 
 -- What tenure doctor reads. Run times: the newest finished tasks along
--- tasks_finished, then per name the 99th percentile by nearest rank (in
+-- tenure_tasks_finished, then per name the 99th percentile by nearest rank (in
 -- integers: the first rank at or above 99% of the runs), and the shortest
 -- lease the runs were held under.
 -- name: task_run_times
 WITH recent AS (
     SELECT name, status, duration, lease_seconds
-    FROM tasks INDEXED BY tasks_finished
+    FROM tenure_tasks INDEXED BY tenure_tasks_finished
     WHERE status IN ('done', 'failed', 'cancelled')
     ORDER BY finished_at DESC
     LIMIT :sample
@@ -681,7 +682,7 @@ ORDER BY name;
 
 -- name: leader_silence
 SELECT :now - updated_at AS silence
-FROM leaders
+FROM tenure_leaders
 WHERE name = :name AND owner IS NOT NULL;
 
 -- PRAGMA values come back as one row each: journal_mode's name, and

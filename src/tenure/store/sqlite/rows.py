@@ -169,7 +169,7 @@ _STATUSES = {str(s): s for s in Status}
 
 
 def task(row: sqlite3.Row) -> Task:
-    """A task from a ``tasks`` row. A worker reads hundreds per reservation: a
+    """A task from a ``tenure_tasks`` row. A worker reads hundreds per reservation: a
     ``sqlite3.Row`` looks a name up by comparing it with each column's, so the
     row's values are taken by position, all at once, in the order of
     :class:`Task`'s fields, and only the columns kept as text are converted."""
@@ -180,7 +180,7 @@ def task(row: sqlite3.Row) -> Task:
 
 
 TASK_FIELDS = tuple(field.name for field in dataclasses.fields(Task))
-"""The columns a task is read from: the ``tasks`` table's, named as its fields."""
+"""The columns a task is read from: the ``tenure_tasks`` table's, named as its fields."""
 
 
 def _tags(text: str) -> frozenset[str]:

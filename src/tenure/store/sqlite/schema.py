@@ -16,10 +16,17 @@ from collections.abc import Collection
 from pathlib import Path
 
 from tenure.errors import StoreError
-from tenure.store.sqlfile import load_queries, migrations
+from tenure.store.sqlfile import load_queries, migrations, teardown
 
 PACKAGE = "tenure.store.sqlite"
 Q = load_queries(PACKAGE)
+
+PREFIXED = 8
+"""The migration from which every name tenure gives begins with ``tenure_``
+(0008_prefixed_names.sql): in a database that recorded it, a table without the
+prefix is not tenure's."""
+
+_DROP = re.compile(r"^DROP (?:TABLE|VIEW) IF EXISTS (\w+);$", re.MULTILINE)
 
 
 def migrate(conn: sqlite3.Connection) -> list[int]:
@@ -132,3 +139,23 @@ def statements(sql: str) -> list[str]:
     ):
         raise ValueError(f"incomplete SQL statement at end of migration: {pending[:80]!r}")
     return found
+
+
+def teardown_statements(done: Collection[int]) -> list[str]:
+    """The statements of ``migrations/teardown.sql`` that drop tenure's objects
+    from a database that recorded the versions ``done``. The names without
+    ``tenure_`` are tenure's only where migrations before :data:`PREFIXED` are
+    recorded and it is not; elsewhere (``done`` empty: nothing of tenure's, or
+    the current schema) they are left alone, as they may be an application's
+    own tables (its ``tasks``, say)."""
+    found = statements(teardown(PACKAGE))
+    if done and PREFIXED not in done:
+        return found
+    return [statement for statement in found if _dropped(statement).startswith("tenure_")]
+
+
+def _dropped(statement: str) -> str:
+    match = _DROP.search(statement)
+    if match is None:  # pragma: no cover - teardown.sql holds nothing else
+        raise ValueError(f"not a DROP ... IF EXISTS: {statement[:80]!r}")
+    return match[1]

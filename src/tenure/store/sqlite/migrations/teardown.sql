@@ -6,6 +6,20 @@
 -- Every object any migration ever made is named here, IF EXISTS, so that a
 -- database at an older version is emptied as well as a current one
 -- (tests/integration/test_schema_teardown.py checks each version).
+--
+-- The names without the tenure_ prefix are tenure's only in a database from
+-- before 0008_prefixed_names; from it on they may be an application's own
+-- tables, so the statements that drop them are left out for a database that
+-- recorded 0008 (tenure.store.sqlite.schema.teardown_statements).
+DROP VIEW IF EXISTS tenure_next_event_id;
+DROP TABLE IF EXISTS tenure_task_transition_totals;
+DROP TABLE IF EXISTS tenure_reports;
+DROP TABLE IF EXISTS tenure_unique_locks;
+DROP TABLE IF EXISTS tenure_events;
+DROP TABLE IF EXISTS tenure_event_log;
+DROP TABLE IF EXISTS tenure_leaders;
+DROP TABLE IF EXISTS tenure_workers;
+DROP TABLE IF EXISTS tenure_tasks;
 DROP VIEW IF EXISTS next_event_id;
 DROP TABLE IF EXISTS task_transition_totals;
 DROP TABLE IF EXISTS reports;
