@@ -9,8 +9,11 @@
   URL of a direct connection for the store's LISTEN, when the store URL goes
   through a pooler in transaction mode such as PgBouncer
   (``?listen=postgresql%3A%2F%2Fuser%40db-host%3A5432%2Fdbname``; see
-  :mod:`tenure.store.postgres.pooler`). A ``listen`` that is empty, given
-  twice, or not a PostgreSQL URL is a ``ConfigError``.
+  :mod:`tenure.store.postgres.pooler`), and ``schema``, where tenure's tables
+  live (``tenure`` unless ``$TENURE_SCHEMA`` names another). A ``listen`` that
+  is empty, given twice, or not a PostgreSQL URL, and a ``schema`` that is not a
+  plain lower-case name, are ``ConfigError``s (see
+  :mod:`tenure.store.postgres.params`).
 
 A URL written for SQLAlchemy or a Django setting works as it is:
 ``postgresql+psycopg://…`` (or ``+psycopg2``, ``sqlite+pysqlite``) names their
