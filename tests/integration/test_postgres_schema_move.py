@@ -110,3 +110,17 @@ def test_a_schema_that_is_not_a_plain_name_is_refused_before_connecting(
 
     with pytest.raises(ConfigError, match="plain lower-case SQL name"):
         PostgresStore(with_query(blank_postgres_url, f"schema={schema}"))
+
+
+def test_every_function_carries_the_schema_as_its_search_path(blank_postgres_url: str) -> None:
+    """A trigger fires in whatever session writes the row: its function must
+    find tenure's tables without that session's search path."""
+    with PostgresStore(with_query(blank_postgres_url, "schema=jobs")):
+        pass
+    with psycopg.connect(blank_postgres_url) as conn:
+        found = conn.execute(
+            "SELECT p.proname, p.proconfig FROM pg_proc AS p"
+            " WHERE p.pronamespace = 'jobs'::regnamespace ORDER BY 1"
+        ).fetchall()
+    assert found, "no function in the schema"
+    assert [name for name, config in found if config != ["search_path=jobs, pg_temp"]] == []

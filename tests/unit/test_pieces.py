@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from pathlib import Path
 
@@ -122,3 +123,27 @@ def test_closing_a_store_in_use_by_another_thread_is_safe(tmp_path: Path) -> Non
     assert not thread.is_alive()
     assert len(errors) == 1
     assert "closed" in str(errors[0])
+
+
+TENURE_TABLES = (
+    "tasks|events|event_log|workers|leaders|reports|task_counts|task_transitions"
+    "|unique_locks|wake_wanted|tenure_migrations"
+)
+
+
+def test_every_postgres_query_names_tenures_tables_with_their_schema() -> None:
+    """A table named without its schema would be looked for on the search path
+    of whichever session runs the statement: an application's own ``tasks``
+    table, or none at all through a pooler."""
+    from tenure.store.postgres.schema import queries
+
+    bare = re.compile(
+        rf"\b(?:FROM|JOIN|INTO|UPDATE|TABLE|ONLY|ANALYZE|EXISTS|TRUNCATE)\s+({TENURE_TABLES})\b"
+    )
+    found = {
+        name: bare.findall(sql)
+        for name, sql in queries("jobs").items()
+        if name not in {"move_from_public"}  # it moves them, by name, out of public
+    }
+    assert {name: tables for name, tables in found.items() if tables} == {}
+    assert '"jobs".tasks' in queries("jobs")["get_task"]
