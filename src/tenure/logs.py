@@ -246,10 +246,12 @@ class _Writer(QueueListener):
         text, self._lines = "".join(self._lines), []
         target = self.target
         with target.lock or contextlib.nullcontext():
+            if closed(target.stream):
+                return
             try:
                 target.stream.write(text)
                 target.stream.flush()
-            except Exception:  # the stream failed (closed, full disk): as logging says it
+            except Exception:  # the stream failed (a full disk, a broken pipe): as logging says it
                 target.handleError(logging.makeLogRecord({"msg": text.rstrip()}))
 
     def stop(self) -> None:
@@ -320,7 +322,8 @@ class Queued(QueueHandler):
             except Exception:
                 self.handleError(record)
             return
-        self.target.handle(record)
+        if not closed(self.target.stream):
+            self.target.handle(record)
 
     def put_line(self, line: Line) -> bool:
         """Queue ``line`` for the writing thread, as :meth:`emit` would its
@@ -353,7 +356,8 @@ class Queued(QueueHandler):
     def flush(self) -> None:
         """Return once every record queued before is written (at most ``WAIT`` s)."""
         if self._direct or not self._writer.alive() or threading.get_ident() == self._writer_id:
-            self.target.flush()
+            if not closed(self.target.stream):
+                self.target.flush()
             return
         mark = _Flush()
         self.records.put(mark)
@@ -370,6 +374,18 @@ class Queued(QueueHandler):
         """From now on, write each record in the logging thread (a forked child,
         which has no writing thread)."""
         self._direct = True
+
+
+def closed(stream: object) -> bool:
+    """Whether ``stream`` was closed under the handler: what is written to it
+    is dropped, not reported. A closed stream never opens again, so each
+    record would be one more report of the same error, printed where the
+    lines could not go. It happens to a test's captured stderr, closed after
+    the test while an in-process ``configure`` still holds it (a scheduler
+    thread logs on), and to a process whose stderr its parent closed. Any
+    other failure of the stream (a full disk, a broken pipe) is still
+    reported, as :mod:`logging` reports it."""
+    return bool(getattr(stream, "closed", False))
 
 
 def _formats_later(args: object) -> bool:

@@ -58,17 +58,18 @@ def test_leader_silence_is_none_unless_held_and_grows_from_the_last_extension(
     assert store.leader_silence(SCHEDULER) is None
 
 
-def test_database_settings_name_what_durability_and_capacity_depend_on(store: Store) -> None:
+def test_database_settings_name_what_durability_capacity_and_upkeep_depend_on(store: Store) -> None:
     settings = store.database_settings()
     if store.connections_at_most is None:  # SQLite
         assert settings == {"journal_mode": "wal", "synchronous": "full"}
         assert store.table_keys() == [] and store.schema_tables("main") == []
         return
-    assert {"fsync", "synchronous_commit", "max_connections"} <= settings.keys()
+    assert {"fsync", "synchronous_commit", "max_connections", "autovacuum"} <= settings.keys()
     assert int(settings["max_connections"]) > 0
     assert store.connections_at_most > 2  # the pool's most, and two listeners
     tables = {table.name: table for table in store.table_keys()}
     assert {"tasks", "events", "workers", "leaders", "tenure_migrations"} <= tables.keys()
     assert tables["tasks"].primary_key and tables["tasks"].replicable
+    assert all(table.autovacuum for table in tables.values())  # no table turns it off
     schema = tables["tasks"].schema
     assert set(tables) <= set(store.schema_tables(schema))

@@ -1,7 +1,10 @@
 """``make bench-compare`` in quick mode, on SQLite: tenure and Huey measured end to
 end (real worker processes), the table printed with tenure's ratio, the JSON
 written. It runs in .venv-compare, where the competitors are installed from
-PyPI; the test creates it the way ``make bench-compare`` does, if it is missing."""
+PyPI; the test creates it the way ``make bench-compare`` does, if it is missing.
+``make test`` leaves it out (half a minute, most of it building .venv-compare):
+``make bench-compare-smoke`` runs it, in CI after the suites and before every
+``make bench-compare``."""
 
 from __future__ import annotations
 

@@ -1,17 +1,23 @@
 """``tenure doctor`` on real stores: each finding seen once its condition is
 made, and none on a store set up as it should be.
 
-PostgreSQL's cases each get a database of their own: they change its settings,
-its tables and its schema, which the suite's shared database must not see.
+PostgreSQL's cases run on a private server of this module's (PostgreSQL's
+defaults, as a server should be set up): the doctor reads the server's settings,
+and the suite's shared server need not be one (the test machines' runs with
+autovacuum off, which the doctor reports). Each case gets a database of its
+own there: they change its settings, its tables and its schema.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -28,18 +34,39 @@ from tenure.maintenance.doctor import (
 from tenure.maintenance.leader import SCHEDULER
 from tenure.store import NewTask, ReserveParams
 from tenure.store.types import WorkerInfo
-from tests.conftest import own_database
+from tests.conftest import _require_postgres
 from tests.integration.workers import wait_for
+
+if TYPE_CHECKING:
+    from chaos.cluster import PrivateCluster
 
 HOUR = 3600.0
 
 
+@pytest.fixture(scope="module")
+def server() -> Iterator[PrivateCluster]:
+    """This module's PostgreSQL server, with PostgreSQL's default settings,
+    removed afterwards. Without Debian's postgresql-15 binaries (or psycopg)
+    its tests are skipped, or fail where PostgreSQL is required
+    (``TENURE_REQUIRE_POSTGRES=1``, as in CI)."""
+    from chaos.cluster import ClusterUnavailable, PrivateCluster
+
+    try:
+        if importlib.util.find_spec("psycopg") is None:
+            raise ClusterUnavailable("psycopg is not installed: pip install 'tenure[postgres]'")
+        cluster = PrivateCluster()
+    except ClusterUnavailable as exc:
+        if _require_postgres():
+            pytest.fail(str(exc), pytrace=False)
+        pytest.skip(str(exc))
+    with cluster:
+        yield cluster
+
+
 @pytest.fixture
-def pg_url(postgres_url: str) -> Iterator[str]:
-    """A blank database of this test's own (``postgres_url`` first: without a
-    server it skips, or fails where the server is required)."""
-    with own_database("tenure_doctor") as url:
-        yield url
+def pg_url(server: PrivateCluster) -> str:
+    """A blank database of this test's own on the module's server."""
+    return server.create_database(f"doctor_{uuid.uuid4().hex[:12]}")
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -210,21 +237,85 @@ def test_postgres_with_synchronous_commit_off_is_reported(
     assert (code, codes(report)) == (1, ["postgres-synchronous-commit-off"])
 
 
-def test_postgres_with_fsync_off_is_reported(capsys: pytest.CaptureFixture[str]) -> None:
-    """fsync is the server's alone: a private server of this test's is set so."""
-    from chaos.cluster import ClusterUnavailable, PrivateCluster
-
-    try:
-        cluster = PrivateCluster()
-    except ClusterUnavailable as exc:
-        pytest.skip(str(exc))
-    with cluster:
-        url = cluster.create_database("doctor")
-        sql(cluster.url(), "ALTER SYSTEM SET fsync = off", "SELECT pg_reload_conf()")
-        with open_store(url) as store:
-            healthy(store, url)
-        code, report = doctor(capsys, url)
+def test_postgres_with_fsync_off_is_reported(
+    server: PrivateCluster, pg_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """fsync is the server's alone: the module's server is set so, for a while."""
+    with open_store(pg_url) as store:
+        healthy(store, pg_url)
+    with server_setting(server, "fsync", "off"):
+        code, report = doctor(capsys, pg_url)
     assert (code, codes(report)) == (1, ["postgres-fsync-off"])
+
+
+def test_postgres_with_autovacuum_off_is_reported_until_its_fix_is_applied(
+    server: PrivateCluster, pg_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """autovacuum is the server's: the module's server is turned off, then on
+    again with the statements the finding gives."""
+    with open_store(pg_url) as store:
+        healthy(store, pg_url)
+    assert doctor(capsys, pg_url)[0] == 0  # PostgreSQL's default: on
+    with server_setting(server, "autovacuum", "off"):
+        code, report = doctor(capsys, pg_url)
+        assert (code, codes(report)) == (1, ["postgres-autovacuum-off"])
+        assert "tables grow without end" in report["findings"][0]["what"]
+        fix = report["findings"][0]["fix"]
+        assert fix.startswith("turn autovacuum on (") and fix.endswith(")")
+        sql(server.url(), *fix.removeprefix("turn autovacuum on (").removesuffix(")").split("; "))
+        reloaded(server, "autovacuum", "on")
+        assert doctor(capsys, pg_url)[0] == 0
+
+
+@contextmanager
+def server_setting(server: PrivateCluster, name: str, value: str) -> Iterator[None]:
+    """The module's server with ``name`` set to ``value`` (ALTER SYSTEM, as a
+    DBA would), put back afterwards whatever happens: the module's other tests
+    expect PostgreSQL's defaults."""
+    before = shown(server, name)
+    try:
+        sql(server.url(), f"ALTER SYSTEM SET {name} = {value}", "SELECT pg_reload_conf()")
+        reloaded(server, name, value)
+        yield
+    finally:
+        sql(server.url(), f"ALTER SYSTEM RESET {name}", "SELECT pg_reload_conf()")
+        reloaded(server, name, before)
+
+
+def reloaded(server: PrivateCluster, name: str, value: str) -> None:
+    """Wait until a new session sees ``name`` at ``value``: pg_reload_conf()
+    only signals the server, which rereads its configuration a moment later.
+    Every session started after one that sees it sees it too."""
+    wait_for(lambda: shown(server, name) == value, f"the server to reload with {name}={value}")
+
+
+def shown(server: PrivateCluster, name: str) -> str:
+    """``SHOW name`` in a new session of the server."""
+    import psycopg
+
+    with psycopg.connect(server.url()) as conn:
+        row = conn.execute(f"SHOW {name}").fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+def test_tenure_s_tables_with_autovacuum_disabled_are_reported(
+    pg_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with open_store(pg_url) as store:
+        healthy(store, pg_url)
+    sql(
+        pg_url,
+        "ALTER TABLE tasks SET (autovacuum_enabled = off)",
+        "ALTER TABLE events SET (fillfactor = 90, autovacuum_enabled = false)",
+        "ALTER TABLE workers SET (autovacuum_enabled = on)",  # said, but not disabled
+    )
+    code, report = doctor(capsys, pg_url)
+    assert (code, codes(report)) == (1, ["postgres-autovacuum-off"])
+    [finding] = report["findings"]
+    assert "table(s) public.events, public.tasks (" in finding["what"]
+    sql(pg_url, *finding["fix"].split("; "))  # the fix it gives
+    assert doctor(capsys, pg_url)[0] == 0
 
 
 def test_workers_whose_pools_exceed_the_server_s_connections_are_reported(

@@ -125,6 +125,46 @@ def test_lines_are_written_in_order_and_none_lost_when_configured_again(
     assert second.getvalue().endswith("after\n") and len(root.handlers) == 1
 
 
+def test_lines_for_a_stream_closed_under_the_handler_are_dropped_without_a_report(
+    root: logging.Logger, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A test's captured stderr is closed after the test while a handler that
+    an in-process ``configure`` installed still holds it: each line is
+    dropped, not reported as a logging error (by the writing thread, or
+    written directly once the handler is closed)."""
+    stream = io.StringIO()
+    logs.configure("info", "text", stream)
+    [handler] = root.handlers
+    log = logging.getLogger("tenure.scheduler")
+    log.info("written")
+    handler.flush()
+    assert stream.getvalue().endswith("written\n")
+    stream.close()
+    log.info("retention caught up")  # queued, for the writing thread
+    handler.flush()
+    handler.close()
+    log.info("after the close")  # written directly
+    handler.flush()
+    assert capsys.readouterr().err == ""
+
+
+class FullDisk(io.StringIO):
+    def write(self, text: str) -> int:
+        raise OSError(28, "No space left on device")
+
+
+def test_a_stream_that_fails_otherwise_is_still_reported(
+    root: logging.Logger, capsys: pytest.CaptureFixture[str]
+) -> None:
+    logs.configure("info", "text", FullDisk())
+    [handler] = root.handlers
+    logging.getLogger("tenure.worker").info("lost")
+    handler.flush()
+    err = capsys.readouterr().err
+    assert "--- Logging error ---" in err and "No space left on device" in err
+    assert "lost" in err
+
+
 FACTS = {"task_id": "t1", "task_name": "n", "topic": "q", "attempt": 1, "duration": 0.25}
 
 

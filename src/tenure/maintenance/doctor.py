@@ -3,11 +3,11 @@
 A queue that works today can still be set up to fail in a month: retention
 that cannot keep pace, no scheduler to wake snoozed tasks, a database that
 loses acknowledged writes at a power cut, more connections than the server
-gives. Each check here reads the store (and, given one, an App's
-declarations) and returns findings, each with what is wrong and a one-line
-fix. Checks are small functions of a :class:`Subject`, listed in
-:data:`CHECKS`; one that cannot run (a permission refused, a table missing)
-is reported as unchecked and the others still run.
+gives, tables whose dead rows nothing reclaims. Each check here reads the
+store (and, given one, an App's declarations) and returns findings, each with
+what is wrong and a one-line fix. Checks are small functions of a
+:class:`Subject`, listed in :data:`CHECKS`; one that cannot run (a permission
+refused, a table missing) is reported as unchecked and the others still run.
 
 Nothing here writes: the store is read as it is (the command opens it
 without migrating it).
@@ -299,6 +299,38 @@ def check_postgres_durability(subject: Subject) -> list[Finding]:
     return found
 
 
+def check_postgres_autovacuum(subject: Subject) -> list[Finding]:
+    """Autovacuum off, for the server or for tenure's tables: every finished
+    task, retried attempt and pruned row leaves dead rows behind, and only
+    VACUUM makes their space reusable. A queue updates and deletes all day, so
+    without it the tables grow without end (a soak at 1,000 tasks/s grew by
+    2 MB a second) and every scan reads the dead rows too. The store's own
+    ANALYZE, made when autovacuum is off, keeps the plans right, not the size."""
+    settings = subject.settings("autovacuum", "PostgreSQL")
+    found = []
+    if settings["autovacuum"] == "off":
+        found.append(
+            Finding(
+                "postgres-autovacuum-off",
+                "PostgreSQL runs with autovacuum off: the dead rows tenure's updates "
+                "and deletes leave are never reclaimed, and its tables grow without end",
+                "turn autovacuum on (ALTER SYSTEM SET autovacuum = on; SELECT pg_reload_conf())",
+            )
+        )
+    tables = [f"{t.schema}.{t.name}" for t in subject.opened().table_keys() if not t.autovacuum]
+    if tables:
+        found.append(
+            Finding(
+                "postgres-autovacuum-off",
+                f"autovacuum is disabled on tenure's table(s) {', '.join(tables)} "
+                "(autovacuum_enabled=false): their dead rows are never reclaimed, and "
+                "they grow without end",
+                "; ".join(f"ALTER TABLE {table} RESET (autovacuum_enabled)" for table in tables),
+            )
+        )
+    return found
+
+
 def check_connections(subject: Subject) -> list[Finding]:
     """More connections than the server gives, should every live worker's pool fill."""
     settings = subject.settings("max_connections", "PostgreSQL")
@@ -384,6 +416,7 @@ CHECKS: tuple[Check, ...] = (
     check_public_schema,
     check_sqlite_durability,
     check_postgres_durability,
+    check_postgres_autovacuum,
     check_connections,
     check_leases,
     check_unique_ttl,

@@ -136,19 +136,20 @@ class Operating(Backend):
         return self._leader_silence(validate.text(name, "name"))
 
     def database_settings(self) -> dict[str, str]:
-        """The database's settings that durability and capacity depend on, by
-        name, as the database reports them: PostgreSQL's ``fsync``,
-        ``synchronous_commit``, ``max_connections`` and
-        ``superuser_reserved_connections``; SQLite's ``journal_mode`` and
-        ``synchronous`` (``off``, ``normal``, ``full`` or ``extra``) on this
-        store's connection, which its URL sets."""
+        """The database's settings that durability, capacity and upkeep depend
+        on, by name, as the database reports them: PostgreSQL's ``fsync``,
+        ``synchronous_commit``, ``max_connections``,
+        ``superuser_reserved_connections`` and ``autovacuum``; SQLite's
+        ``journal_mode`` and ``synchronous`` (``off``, ``normal``, ``full`` or
+        ``extra``) on this store's connection, which its URL sets."""
         return self._database_settings()
 
     def table_keys(self) -> list[TableKey]:
         """tenure's tables as the store finds them (along its search path), by
-        name, each with its schema, primary key and replica identity: what a
-        publication needs to replicate it. Empty on SQLite, whose copies
-        (file copies, page-level replication) need no key."""
+        name, each with its schema, primary key and replica identity (what a
+        publication needs to replicate it) and whether autovacuum may vacuum
+        it. Empty on SQLite, whose copies (file copies, page-level
+        replication) need no key and which has no autovacuum to turn off."""
         return self._table_keys()
 
     def schema_tables(self, schema: str) -> list[str]:

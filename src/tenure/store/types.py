@@ -261,12 +261,16 @@ class TableKey:
     """One of tenure's tables as the database holds it (``Store.table_keys``):
     its schema, whether it has a primary key, and its replica identity
     (PostgreSQL's ``default``, ``nothing``, ``full`` or ``index``), which is
-    what logical replication and change capture need to update or delete a row."""
+    what logical replication and change capture need to update or delete a row;
+    and whether autovacuum may vacuum it (``False`` when the table's storage
+    parameters say ``autovacuum_enabled=false``), which is what keeps a queue's
+    dead rows from piling up."""
 
     schema: str
     name: str
     primary_key: bool
     replica_identity: str
+    autovacuum: bool
 
     @property
     def replicable(self) -> bool:

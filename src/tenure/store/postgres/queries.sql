@@ -1116,14 +1116,18 @@ WHERE name = %(name)s::text AND owner IS NOT NULL;
 SELECT name, setting
 FROM pg_settings
 WHERE name IN ('fsync', 'synchronous_commit', 'max_connections',
-               'superuser_reserved_connections')
+               'superuser_reserved_connections', 'autovacuum')
 ORDER BY name;
 
 -- tenure's tables in the store's schema, with what a publication needs of
--- each. The names are every table the
--- migrations make (teardown.sql drops the same).
+-- each, and whether autovacuum may vacuum it (no autovacuum_enabled=false
+-- among its storage parameters). The names are every table the migrations
+-- make (teardown.sql drops the same).
 -- name: table_keys
 SELECT n.nspname AS schema, c.relname AS name,
+       NOT EXISTS (SELECT 1 FROM pg_options_to_table(c.reloptions) AS o
+                   WHERE o.option_name = 'autovacuum_enabled' AND NOT o.option_value::boolean)
+           AS autovacuum,
        EXISTS (SELECT 1 FROM pg_index AS i WHERE i.indrelid = c.oid AND i.indisprimary)
            AS primary_key,
        CASE c.relreplident WHEN 'd' THEN 'default' WHEN 'n' THEN 'nothing'
