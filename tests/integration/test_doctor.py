@@ -95,7 +95,8 @@ def healthy(store: Store, url: str) -> None:
 def sql(url: str, *statements: str) -> None:
     import psycopg
 
-    with psycopg.connect(url, autocommit=True) as conn:
+    # tenure's tables by their names alone: its schema first on the search path
+    with psycopg.connect(url, autocommit=True, options="-c search_path=tenure") as conn:
         for statement in statements:
             conn.execute(statement)
 
@@ -313,7 +314,7 @@ def test_tenure_s_tables_with_autovacuum_disabled_are_reported(
     code, report = doctor(capsys, pg_url)
     assert (code, codes(report)) == (1, ["postgres-autovacuum-off"])
     [finding] = report["findings"]
-    assert "table(s) public.events, public.tasks (" in finding["what"]
+    assert "table(s) tenure.events, tenure.tasks (" in finding["what"]
     sql(pg_url, *finding["fix"].split("; "))  # the fix it gives
     assert doctor(capsys, pg_url)[0] == 0
 
@@ -349,20 +350,23 @@ def test_a_table_without_a_primary_key_is_reported(
     sql(pg_url, "ALTER TABLE workers DROP CONSTRAINT workers_pkey")
     code, report = doctor(capsys, pg_url)
     assert (code, codes(report)) == (1, ["no-primary-key"])
-    assert "public.workers" in report["findings"][0]["what"]
-    sql(pg_url, "ALTER TABLE public.workers REPLICA IDENTITY FULL")  # the fix it gives
+    assert "tenure.workers" in report["findings"][0]["what"]
+    sql(pg_url, "ALTER TABLE tenure.workers REPLICA IDENTITY FULL")  # the fix it gives
     assert doctor(capsys, pg_url)[0] == 0
 
 
-def test_tenure_s_tables_beside_an_application_s_in_public_are_reported(
+def test_tenure_s_tables_in_public_are_reported_until_they_move(
     pg_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with open_store(pg_url) as store:
-        healthy(store, pg_url)
-    sql(pg_url, "CREATE TABLE public.orders (id bigint PRIMARY KEY)")
-    code, report = doctor(capsys, pg_url)
+    pinned = f"{pg_url}?schema=public"
+    with open_store(pinned) as store:
+        healthy(store, pinned)
+    code, report = doctor(capsys, pinned)
     assert (code, codes(report)) == (1, ["public-schema"])
-    assert "(orders)" in report["findings"][0]["what"]
+    assert "schema=public" in report["findings"][0]["fix"]
+    with open_store(pg_url) as store:  # the fix: the default schema; the move runs at open
+        healthy(store, pg_url)
+    assert doctor(capsys, pg_url)[0] == 0
 
 
 def test_a_check_that_cannot_run_is_reported_and_the_others_still_run(
@@ -374,7 +378,7 @@ def test_a_check_that_cannot_run_is_reported_and_the_others_still_run(
     code, report = doctor(capsys, pg_url)
     assert code == 1 and report["clean"] is False
     assert [u["check"] for u in report["unchecked"]] == ["scheduler"]
-    assert 'relation "leaders" does not exist' in report["unchecked"][0]["error"]
+    assert 'relation "tenure.leaders" does not exist' in report["unchecked"][0]["error"]
     assert "retention" in report["checks"] and "connections" in report["checks"]
     assert main(["--url", pg_url, "doctor"]) == 1
     assert "unchecked scheduler: " in capsys.readouterr().out

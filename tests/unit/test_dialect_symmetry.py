@@ -92,7 +92,6 @@ POSTGRES_ONLY = {
     "database_settings": "see journal_mode",
     "table_keys": "a publication needs a key per row on PostgreSQL; SQLite's copies (of the "
     "file, or of its pages) need none, and it has no schemas: both answer empty there",
-    "schema_tables": "see table_keys",
 }
 
 

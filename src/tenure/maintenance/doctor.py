@@ -27,7 +27,6 @@ from tenure.maintenance.scheduler import DEFAULT_RETENTION
 from tenure.registry import Registry
 from tenure.store import Store
 from tenure.store.migrate import pending_migrations
-from tenure.store.types import TableKey
 from tenure.task import LockPhase
 
 SILENT_LEASES = 2.0
@@ -219,31 +218,21 @@ def check_primary_keys(subject: Subject) -> list[Finding]:
 
 
 def check_public_schema(subject: Subject) -> list[Finding]:
-    """tenure's tables in ``public`` beside an application's: the generic names
-    (``tasks``, ``events``, ``workers``) collide with the first table of the
-    application's named alike. The one rule to change when the rule changes."""
-    store = subject.opened()
-    ours = [table for table in store.table_keys() if table.schema == "public"]
+    """tenure's tables in ``public`` (a store URL with ``schema=public``): the
+    generic names (``tasks``, ``events``, ``workers``) collide with the first
+    table of an application's named alike."""
+    ours = [table for table in subject.opened().table_keys() if table.schema == "public"]
     if not ours:
         return []
-    others = _neighbours(ours, store.schema_tables("public"))
-    if not others:
-        return []
-    shown = ", ".join(others[:3]) + (", …" if len(others) > 3 else "")
     return [
         Finding(
             "public-schema",
-            f"tenure's {len(ours)} tables share schema public with {len(others)} other "
-            f"table(s) ({shown}): an application's table named like one of tenure's "
-            "(tasks, events, workers …) cannot be created beside them",
-            "give tenure a database of its own, and point TENURE_URL at it",
+            f"tenure's {len(ours)} tables are in schema public, where an application's "
+            "table named like one of them (tasks, events, workers …) cannot be created",
+            "take schema=public out of the store URL (and TENURE_SCHEMA): the next "
+            "`tenure migrate` moves them, in place, into a schema of their own",
         )
     ]
-
-
-def _neighbours(ours: list[TableKey], tables: list[str]) -> list[str]:
-    names = {table.name for table in ours}
-    return [name for name in tables if name not in names]
 
 
 def check_sqlite_durability(subject: Subject) -> list[Finding]:

@@ -208,9 +208,6 @@ class Backend(ABC):
     @abstractmethod
     def _table_keys(self) -> list[TableKey]: ...
 
-    @abstractmethod
-    def _schema_tables(self, schema: str) -> list[str]: ...
-
     @property
     def connections_at_most(self) -> int | None:
         """The most connections this store opens to a database server at once

@@ -145,17 +145,13 @@ class Operating(Backend):
         return self._database_settings()
 
     def table_keys(self) -> list[TableKey]:
-        """tenure's tables as the store finds them (along its search path), by
-        name, each with its schema, primary key and replica identity (what a
-        publication needs to replicate it) and whether autovacuum may vacuum
-        it. Empty on SQLite, whose copies (file copies, page-level
-        replication) need no key and which has no autovacuum to turn off."""
+        """tenure's tables in the store's schema, by name, each with its
+        schema, primary key and replica identity (what a publication needs to
+        replicate it) and whether autovacuum may vacuum it. Empty on SQLite,
+        whose copies (file copies, page-level replication) need no key and
+        which has no autovacuum to turn off."""
         return self._table_keys()
 
-    def schema_tables(self, schema: str) -> list[str]:
-        """The names of every table in ``schema``, tenure's and others', sorted
-        (empty on SQLite, which has no schemas to share)."""
-        return self._schema_tables(validate.text(schema, "schema"))
 
 
 _STATUSES = tuple(Status)  # iterating the enum itself costs ten times more

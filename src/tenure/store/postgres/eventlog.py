@@ -115,5 +115,3 @@ class PostgresLog:
     def _table_keys(self) -> list[TableKey]:
         return [TableKey(**row) for row in self._read("table_keys", {})]
 
-    def _schema_tables(self, schema: str) -> list[str]:
-        return [row["name"] for row in self._read("schema_tables", {"schema": schema})]

@@ -1139,9 +1139,3 @@ JOIN pg_class AS c ON c.oid = to_regclass(quote_ident({schema_name}) || '.' || q
 JOIN pg_namespace AS n ON n.oid = c.relnamespace
 ORDER BY c.relname;
 
--- name: schema_tables
-SELECT c.relname AS name
-FROM pg_class AS c
-JOIN pg_namespace AS n ON n.oid = c.relnamespace
-WHERE n.nspname = %(schema)s::text AND c.relkind IN ('r', 'p')
-ORDER BY c.relname;

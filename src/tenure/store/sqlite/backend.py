@@ -341,9 +341,6 @@ class SQLiteStore(Watching, SqlReads, Store):
     def _table_keys(self) -> list[TableKey]:
         return []  # SQLite's copies (of the file, or of its pages) need no key per row
 
-    def _schema_tables(self, schema: str) -> list[str]:
-        return []  # no schemas: a file shared with an application shares one namespace
-
     def _task_prune(
         self, older_than: float, limit: int, now: datetime | None, statuses: list[str]
     ) -> int:
