@@ -153,7 +153,6 @@ class Operating(Backend):
         return self._table_keys()
 
 
-
 _STATUSES = tuple(Status)  # iterating the enum itself costs ten times more
 
 

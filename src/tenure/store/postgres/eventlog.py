@@ -114,4 +114,3 @@ class PostgresLog:
 
     def _table_keys(self) -> list[TableKey]:
         return [TableKey(**row) for row in self._read("table_keys", {})]
-
