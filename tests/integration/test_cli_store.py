@@ -30,7 +30,7 @@ def test_migrate_says_what_it_applied_and_prints_sql_for_a_dba(
     url = f"sqlite:///{tmp_path / 'fresh.db'}"
     assert main(["migrate", "--sql", "--url", url]) == 0
     script = capsys.readouterr().out
-    assert "-- 0001_initial.sql" in script and "CREATE TABLE" in script.upper()
+    assert "migrations 0001_initial, " in script and "CREATE TABLE" in script.upper()
     assert not (tmp_path / "fresh.db").exists()  # printing the SQL creates nothing
     assert main(["migrate", "--url", url]) == 0
     out = capsys.readouterr().out

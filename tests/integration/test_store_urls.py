@@ -4,7 +4,9 @@ databases (a throwaway PostgreSQL database, a SQLite file)."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import psycopg
@@ -15,6 +17,7 @@ from tenure import ConfigError
 from tenure.store import NewTask, open_store
 from tenure.store.migrate import migrate_store, migration_sql, pending_migrations
 from tenure.store.sqlfile import migrations
+from tenure.store.sqlite import schema as sqlite_schema
 from tenure.store.url import describe_url, parse_url, redact
 from tests.conftest import POSTGRES_URL
 
@@ -188,12 +191,40 @@ def test_migration_sql_holds_only_what_is_missing(blank_postgres_url: str) -> No
 
 
 def test_migration_sql_of_a_new_sqlite_file_runs_as_is(tmp_path: Path) -> None:
+    """A new file's script is the schema the migrations end with, made at once
+    (tenure.store.sqlite.schema.built), recording every one of them."""
     url = f"sqlite:///{tmp_path / 'tenure.db'}"
     script = migration_sql(url)
-    assert in_order(script, "tenure.store.sqlite") == SQLITE_NAMES
+    assert in_order(script, "tenure.store.sqlite") == []  # no migration's file as it is
+    assert script.count("INSERT INTO tenure_migrations") == len(SQLITE_NAMES)
+    assert ", ".join(SQLITE_NAMES) in script
+    assert timeless(script) == timeless(migration_sql(url, pending=False))
     with sqlite3.connect(tmp_path / "tenure.db") as conn:
         conn.executescript(script)
     conn.close()
     assert migration_sql(url) == ""
+    assert migrate_store(url) == []
+    round_trip(url)
+
+
+def timeless(script: str) -> str:
+    """``script`` without the time it records its migrations as applied at
+    (where two scripts written one after the other differ)."""
+    recorded = r"(INSERT INTO tenure_migrations .* VALUES \(\d+, '\w+', )[^)]+\)"
+    return re.sub(recorded, r"\1…)", script)
+
+
+def test_migration_sql_of_a_sqlite_file_of_an_older_version_holds_what_it_lacks(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "tenure.db"
+    url = f"sqlite:///{path}"
+    with closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        conn.executescript(sqlite_schema.script(done=set(range(4, len(SQLITE_NAMES) + 1))))
+    assert pending_migrations(url) == SQLITE_NAMES[3:]
+    script = migration_sql(url)
+    assert in_order(script, "tenure.store.sqlite") == SQLITE_NAMES[3:]
+    with closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        conn.executescript(script)
     assert migrate_store(url) == []
     round_trip(url)

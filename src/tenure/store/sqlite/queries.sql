@@ -314,6 +314,24 @@ SELECT version FROM tenure_migrations;
 -- name: record_migration
 INSERT INTO tenure_migrations (version, name, applied_at) VALUES (:version, :name, :now);
 
+-- What a build of every migration in a private database holds, to copy into a
+-- new one (tenure.store.sqlite.schema.built): its objects in the order they
+-- were made (the rowid of sqlite_master; a later object only ever depends on
+-- earlier ones), without those SQLite makes itself (a table's automatic
+-- indexes, which have no SQL; sqlite_sequence).
+-- name: built_objects
+SELECT type, name, sql FROM sqlite_master
+WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite\_%' ESCAPE '\'
+ORDER BY rowid;
+
+-- name: built_columns
+SELECT name FROM pragma_table_info(:table) ORDER BY cid;
+
+-- A value as a SQL literal, in SQLite's own spelling (a REAL in as many digits
+-- as it takes to read back the same).
+-- name: literal
+SELECT quote(:value);
+
 -- Connection settings (values cannot be bound in a PRAGMA, so each allowed
 -- setting is its own query).
 -- name: use_wal

@@ -5,6 +5,25 @@ The whole run holds the write lock (``BEGIN IMMEDIATE``), so processes that open
 the same new database at once apply each migration exactly once: the later ones
 wait, then find it recorded. :func:`script` is the same run as text, for
 ``sqlite3 tenure.db < migrations.sql``.
+
+A database that has recorded some migrations (an existing install) is brought
+up to date by applying the missing ones one by one, as they are written: only
+they know how to carry its rows through each change (0008 renames the tables of
+an older install in place).
+
+A new database, one without a recorded migration, is not migrated step by step
+but given the schema the steps end with (:func:`built`): every migration is
+applied to a private in-memory database, and what that holds is copied into the
+file, recorded as every version. The early migrations make objects under names
+tenure no longer uses (``tasks``, ``events``, ``workers``, an index
+``tasks_by_status``, a trigger ``tasks_created``), that a file an application
+already uses may hold as its own; made in the file, they would fail there, and
+tenure could not be installed beside the application, the very case 0008 gave
+tenure names of its own for. Built aside, no old name ever reaches the file.
+The copy is taken from SQLite's catalog rather than written by hand, so it
+cannot drift from the migrations, and the migrations stay the one place the
+schema is written; tests/integration/test_sqlite_fresh_install.py checks that
+both ways end with the same catalog and rows.
 """
 
 from __future__ import annotations
@@ -12,7 +31,9 @@ from __future__ import annotations
 import re
 import sqlite3
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
+from contextlib import closing
+from functools import cache
 from pathlib import Path
 
 from tenure.errors import StoreError
@@ -30,7 +51,8 @@ _DROP = re.compile(r"^DROP (?:TABLE|VIEW) IF EXISTS (\w+);$", re.MULTILINE)
 
 
 def migrate(conn: sqlite3.Connection) -> list[int]:
-    """Apply what is missing; return the versions applied now.
+    """Apply what is missing; return the versions applied now. A new database
+    gets the :func:`built` schema, recorded as every version.
 
     A current schema is only read: no write lock is taken, so opening a store
     never waits for a write transaction, not even the caller's own one that a
@@ -42,10 +64,13 @@ def migrate(conn: sqlite3.Connection) -> list[int]:
     try:
         conn.execute(Q["create_migration_ledger"])
         done = {row[0] for row in conn.execute(Q["applied_migrations"])}
+        if not done:  # a new database: made at once, no old name reaches it
+            for statement in built():
+                conn.execute(statement)
         for version, name, sql in migrations(PACKAGE):
             if version in done:
                 continue
-            for statement in statements(sql):
+            for statement in statements(sql) if done else ():  # else built() made it
                 conn.execute(statement)
             params = {"version": version, "name": name, "now": time.time()}
             conn.execute(Q["record_migration"], params)
@@ -91,11 +116,20 @@ def applied(path: str) -> set[int]:
         conn.close()
 
 
+_BUILT_HEADER = (
+    f"-- {'-' * 74}\n"
+    "-- A new database: the schema these migrations end with, made at once (no\n"
+    "-- object under a name tenure no longer uses, which may be yours).\n"
+    f"-- {'-' * 74}\n"
+)
+
+
 def script(done: Collection[int] = ()) -> str:
     """The SQL that applies every migration not in ``done``, in order, under
     one write lock, recording each in ``tenure_migrations``; ``""`` when
     nothing is missing. Each migration's file is copied as it is, under a
-    comment naming it."""
+    comment naming it; for a new database (``done`` empty), the :func:`built`
+    schema instead, as :func:`migrate` makes it there."""
     missing = [m for m in migrations(PACKAGE) if m[0] not in done]
     if not missing:
         return ""
@@ -108,11 +142,54 @@ def script(done: Collection[int] = ()) -> str:
         Q["create_migration_ledger"],
     ]
     now = time.time()
+    if not done:
+        parts.append(_BUILT_HEADER + "\n\n".join(f"{sql};" for sql in built()))
     for version, name, sql in missing:
-        parts.append(f"-- {'-' * 74}\n-- {version:04d}_{name}.sql\n-- {'-' * 74}\n{sql.strip()}")
+        if done:
+            parts.append(_under_its_name(version, name, sql))
         parts.append(record_statement(version, name, now))
     parts.append("COMMIT;")
     return "\n\n".join(parts) + "\n"
+
+
+def _under_its_name(version: int, name: str, sql: str) -> str:
+    return f"-- {'-' * 74}\n-- {version:04d}_{name}.sql\n-- {'-' * 74}\n{sql.strip()}"
+
+
+@cache
+def built() -> tuple[str, ...]:
+    """The statements that make in a new database the schema that every
+    migration, applied in order, ends with, and the rows they leave (the one
+    row of ``tenure_event_log``): each migration is applied to a private
+    in-memory database, whose objects are then written out in the order they
+    were made. The rows go in before the triggers are made, so that copying
+    them fires none: they already hold what triggers wrote in the build."""
+    with closing(sqlite3.connect(":memory:", isolation_level=None)) as conn:
+        for _, _, sql in migrations(PACKAGE):
+            for statement in statements(sql):
+                conn.execute(statement)
+        objects = conn.execute(Q["built_objects"]).fetchall()
+        made = [sql for kind, _, sql in objects if kind != "trigger"]
+        tables = [table for kind, table, _ in objects if kind == "table"]
+        rows = [row for table in tables for row in _inserts(conn, table)]
+        triggers = [sql for kind, _, sql in objects if kind == "trigger"]
+    return (*made, *rows, *triggers)
+
+
+def _inserts(conn: sqlite3.Connection, table: str) -> Iterator[str]:
+    """An ``INSERT`` of each row of ``table``, its values as literals: a script
+    has no parameters to bind, and the same statements are what
+    :func:`migrate` runs."""
+    columns = [row[0] for row in conn.execute(Q["built_columns"], {"table": table})]
+    names = ", ".join(_quoted(column) for column in columns)
+    select = f"SELECT {names} FROM {_quoted(table)}"  # noqa: S608 - names from the catalog
+    for row in conn.execute(select):
+        values = ", ".join(conn.execute(Q["literal"], {"value": v}).fetchone()[0] for v in row)
+        yield f"INSERT INTO {_quoted(table)} ({names}) VALUES ({values})"  # noqa: S608 - same
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
 
 
 def record_statement(version: int, name: str, now: float) -> str:
