@@ -7,6 +7,7 @@ database never see each other's tasks.
 
 from __future__ import annotations
 
+import re
 import subprocess
 
 import psycopg
@@ -18,6 +19,7 @@ from tenure.store.migrate import migration_sql, pending_migrations
 from tenure.store.postgres.backend import PostgresStore
 from tests.conformance.support import lease_of
 from tests.integration.test_postgres_tallies import INSERT_TASK, apply_up_to
+from tests.unit.test_pieces import TENURE_TABLES
 
 
 def with_query(url: str, query: str) -> str:
@@ -112,15 +114,28 @@ def test_a_schema_that_is_not_a_plain_name_is_refused_before_connecting(
         PostgresStore(with_query(blank_postgres_url, f"schema={schema}"))
 
 
-def test_every_function_carries_the_schema_as_its_search_path(blank_postgres_url: str) -> None:
-    """A trigger fires in whatever session writes the row: its function must
-    find tenure's tables without that session's search path."""
+def test_every_function_names_tenures_tables_with_their_schema(blank_postgres_url: str) -> None:
+    """A trigger fires in whatever session writes the row, and a PL/pgSQL body
+    looks its names up on that session's search path: every name of tenure's
+    in a body carries the schema, and no function sets a search path of its
+    own (which would cost every call a setting saved and restored)."""
     with PostgresStore(with_query(blank_postgres_url, "schema=jobs")):
         pass
+    bare = re.compile(
+        rf"\b(?:FROM|JOIN|INTO|UPDATE|TABLE)\s+({TENURE_TABLES})\b|[^.\w](tenure_\w+)\("
+    )
     with psycopg.connect(blank_postgres_url) as conn:
         found = conn.execute(
-            "SELECT p.proname, p.proconfig FROM pg_proc AS p"
+            "SELECT p.proname, p.prosrc, p.proconfig FROM pg_proc AS p"
             " WHERE p.pronamespace = 'jobs'::regnamespace ORDER BY 1"
         ).fetchall()
-    assert found, "no function in the schema"
-    assert [name for name, config in found if config != ["search_path=jobs, pg_temp"]] == []
+    assert len(found) == 11
+    assert {name: bare.findall(source) for name, source, _ in found if bare.search(source)} == {}
+    assert [name for name, _, config in found if config is not None] == []
+    with psycopg.connect(blank_postgres_url, autocommit=True) as conn:  # public's path
+        conn.execute(
+            "INSERT INTO jobs.tasks (id, topic, name, status, data, created_at, updated_at)"
+            " VALUES ('from-an-app', 't', 'n', 'pending', 'null', now(), now())"
+        )
+    with PostgresStore(with_query(blank_postgres_url, "schema=jobs")) as store:
+        assert [e.task_id for e in store.task_events("from-an-app")] == ["from-an-app"]

@@ -75,7 +75,9 @@ def test_the_postgres_teardown_empties_a_database_at_every_version(
     blank_postgres_url: str,
 ) -> None:
     psycopg = pytest.importorskip("psycopg")
-    every = migrations("tenure.store.postgres")
+    from tenure.store.postgres.schema import migration_files
+
+    every = migration_files()
     with psycopg.connect(blank_postgres_url, autocommit=True) as conn:
         for upto in range(1, len(every) + 1):
             conn.execute("CREATE SCHEMA tenure")  # as the migrations' prologue does

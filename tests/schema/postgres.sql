@@ -219,7 +219,6 @@ CREATE TRIGGER tasks_unique BEFORE UPDATE OF status ON tenure.tasks FOR EACH ROW
 CREATE OR REPLACE FUNCTION tenure.tenure_created_wake()
  RETURNS trigger
  LANGUAGE plpgsql
- SET search_path TO 'tenure', 'pg_temp'
 AS $function$
 DECLARE
     decided text := current_setting('tenure.woken', true);
@@ -231,7 +230,7 @@ BEGIN
     IF decided = '-' OR decided = '+' || NEW.topic THEN
         RETURN NULL;
     END IF;
-    IF decided = '*' OR (first AND NOT tenure_wake_checked()) THEN
+    IF decided = '*' OR (first AND NOT "tenure".tenure_wake_checked()) THEN
         IF first THEN
             PERFORM pg_notify('tenure_events', '');
             PERFORM set_config('tenure.woken', '*', true);
@@ -243,7 +242,7 @@ BEGIN
     SELECT count(*) > 0, coalesce(bool_or(events), false),
            coalesce(bool_or(topics IS NULL OR NEW.topic = ANY(topics)), false)
     INTO live, for_events, for_topic
-    FROM wake_wanted WHERE until > statement_timestamp();
+    FROM "tenure".wake_wanted WHERE until > statement_timestamp();
     IF first AND NOT live THEN
         PERFORM set_config('tenure.woken', '-', true);
         RETURN NULL;
@@ -262,12 +261,11 @@ $function$;
 CREATE OR REPLACE FUNCTION tenure.tenure_report_saved()
  RETURNS trigger
  LANGUAGE plpgsql
- SET search_path TO 'tenure', 'pg_temp'
 AS $function$
 BEGIN
-    INSERT INTO events (task_id, topic, name, from_status, to_status, attempt, owner, at)
+    INSERT INTO "tenure".events (task_id, topic, name, from_status, to_status, attempt, owner, at)
     VALUES ('', '', NEW.key, NULL, 'report', NEW.total, NEW.owner, NEW.run_at);
-    PERFORM tenure_wake('{}', true);
+    PERFORM "tenure".tenure_wake('{}', true);
     RETURN NULL;
 END;
 $function$;
@@ -276,7 +274,6 @@ CREATE OR REPLACE FUNCTION tenure.tenure_start_refused(from_status text, to_stat
  RETURNS boolean
  LANGUAGE sql
  IMMUTABLE PARALLEL SAFE
- SET search_path TO 'tenure', 'pg_temp'
 AS $function$
     SELECT from_status = 'pending' AND to_status <> 'running' AND to_ver = from_ver + 2
 $function$;
@@ -284,15 +281,14 @@ $function$;
 CREATE OR REPLACE FUNCTION tenure.tenure_tasks_created()
  RETURNS trigger
  LANGUAGE plpgsql
- SET search_path TO 'tenure', 'pg_temp'
 AS $function$
 BEGIN
-    INSERT INTO task_counts (topic, status, n)
+    INSERT INTO "tenure".task_counts (topic, status, n)
     SELECT topic, status, count(*) FROM created GROUP BY topic, status;
-    INSERT INTO task_transitions (minute, topic, status, n)
+    INSERT INTO "tenure".task_transitions (minute, topic, status, n)
     SELECT date_trunc('minute', updated_at), topic, status, count(*)
     FROM created GROUP BY date_trunc('minute', updated_at), topic, status;
-    INSERT INTO events (task_id, topic, name, from_status, to_status, attempt, owner, at)
+    INSERT INTO "tenure".events (task_id, topic, name, from_status, to_status, attempt, owner, at)
     SELECT id, topic, name, NULL, status, attempts, assignee, updated_at
     FROM created
     ORDER BY seq;
@@ -303,10 +299,9 @@ $function$;
 CREATE OR REPLACE FUNCTION tenure.tenure_tasks_tallied_deleted()
  RETURNS trigger
  LANGUAGE plpgsql
- SET search_path TO 'tenure', 'pg_temp'
 AS $function$
 BEGIN
-    INSERT INTO task_counts (topic, status, n)
+    INSERT INTO "tenure".task_counts (topic, status, n)
     SELECT topic, status, -count(*) FROM deleted GROUP BY topic, status;
     RETURN NULL;
 END;
@@ -315,11 +310,10 @@ $function$;
 CREATE OR REPLACE FUNCTION tenure.tenure_tasks_tallied_truncated()
  RETURNS trigger
  LANGUAGE plpgsql
- SET search_path TO 'tenure', 'pg_temp'
 AS $function$
 BEGIN
-    LOCK TABLE task_counts IN EXCLUSIVE MODE;
-    DELETE FROM task_counts;
+    LOCK TABLE "tenure".task_counts IN EXCLUSIVE MODE;
+    DELETE FROM "tenure".task_counts;
     RETURN NULL;
 END;
 $function$;
@@ -327,7 +321,6 @@ $function$;
 CREATE OR REPLACE FUNCTION tenure.tenure_tasks_updated()
  RETURNS trigger
  LANGUAGE plpgsql
- SET search_path TO 'tenure', 'pg_temp'
 AS $function$
 DECLARE
     appended boolean;
@@ -336,7 +329,7 @@ BEGIN
     WITH changed AS MATERIALIZED (
         SELECT n.seq, n.id, n.topic, n.name, n.assignee, n.updated_at, n.attempts,
                n.status, o.status AS old_status, o.attempts AS old_attempts,
-               tenure_start_refused(o.status, n.status, o.record_ver, n.record_ver) AS refused
+               "tenure".tenure_start_refused(o.status, n.status, o.record_ver, n.record_ver) AS refused
         FROM after_rows AS n JOIN before_rows AS o USING (seq)
     ), step AS MATERIALIZED (
         SELECT c.seq, c.id, c.topic, c.name, c.assignee, c.updated_at,
@@ -349,7 +342,7 @@ BEGIN
         ) AS s(ord, from_status, to_status, attempt, happened)
         WHERE s.happened
     ), counted AS (
-        INSERT INTO task_counts (topic, status, n)
+        INSERT INTO "tenure".task_counts (topic, status, n)
         SELECT topic, status, sum(n)
         FROM (SELECT topic, to_status AS status, 1 AS n FROM step
               UNION ALL
@@ -357,12 +350,12 @@ BEGIN
         GROUP BY topic, status
         HAVING sum(n) <> 0
     ), entered AS (
-        INSERT INTO task_transitions (minute, topic, status, n)
+        INSERT INTO "tenure".task_transitions (minute, topic, status, n)
         SELECT date_trunc('minute', updated_at), topic, to_status, count(*)
         FROM step
         GROUP BY date_trunc('minute', updated_at), topic, to_status
     ), logged AS (
-        INSERT INTO events (task_id, topic, name, from_status, to_status, attempt, owner, at)
+        INSERT INTO "tenure".events (task_id, topic, name, from_status, to_status, attempt, owner, at)
         SELECT id, topic, name, from_status, to_status, attempt, assignee, updated_at
         FROM step
         ORDER BY seq, ord
@@ -372,7 +365,7 @@ BEGIN
            ARRAY(SELECT DISTINCT topic FROM changed
                  WHERE status = 'pending' AND old_status IS DISTINCT FROM 'pending')
     INTO appended, woken;
-    PERFORM tenure_wake(woken, appended);
+    PERFORM "tenure".tenure_wake(woken, appended);
     RETURN NULL;
 END;
 $function$;
@@ -380,7 +373,6 @@ $function$;
 CREATE OR REPLACE FUNCTION tenure.tenure_unique_refused(t tasks, holder text)
  RETURNS tasks
  LANGUAGE plpgsql
- SET search_path TO 'tenure', 'pg_temp'
 AS $function$
 DECLARE
     at        timestamptz := t.updated_at;
@@ -424,20 +416,19 @@ $function$;
 CREATE OR REPLACE FUNCTION tenure.tenure_unique_transition()
  RETURNS trigger
  LANGUAGE plpgsql
- SET search_path TO 'tenure', 'pg_temp'
 AS $function$
 DECLARE
     at     timestamptz := NEW.updated_at;
     holder text;
 BEGIN
     IF NEW.status IN ('done', 'failed', 'cancelled') THEN
-        DELETE FROM unique_locks WHERE task_id = NEW.id;
+        DELETE FROM "tenure".unique_locks WHERE task_id = NEW.id;
     ELSIF NEW.status = 'pending' THEN
-        DELETE FROM unique_locks WHERE task_id = NEW.id AND lock = 'while_executing';
+        DELETE FROM "tenure".unique_locks WHERE task_id = NEW.id AND lock = 'while_executing';
     ELSIF NEW.status = 'running' THEN
-        DELETE FROM unique_locks WHERE task_id = NEW.id AND lock = 'until_executing';
+        DELETE FROM "tenure".unique_locks WHERE task_id = NEW.id AND lock = 'until_executing';
         IF NEW.unique_lock IN ('while_executing', 'until_executed') THEN
-            INSERT INTO unique_locks AS held (key, task_id, lock, expires_at, created_at)
+            INSERT INTO "tenure".unique_locks AS held (key, task_id, lock, expires_at, created_at)
             VALUES (NEW.unique_key, NEW.id, NEW.unique_lock,
                     at + make_interval(secs => NEW.unique_ttl), at)
             ON CONFLICT (key) DO UPDATE SET
@@ -449,8 +440,8 @@ BEGIN
                                   THEN held.created_at ELSE EXCLUDED.created_at END
             WHERE held.expires_at <= at OR held.task_id = EXCLUDED.task_id;
             IF NOT FOUND THEN
-                SELECT task_id INTO holder FROM unique_locks WHERE key = NEW.unique_key;
-                NEW := tenure_unique_refused(NEW, holder);
+                SELECT task_id INTO holder FROM "tenure".unique_locks WHERE key = NEW.unique_key;
+                NEW := "tenure".tenure_unique_refused(NEW, holder);
             END IF;
         END IF;
     END IF;
@@ -461,7 +452,6 @@ $function$;
 CREATE OR REPLACE FUNCTION tenure.tenure_wake(woken text[], appended boolean)
  RETURNS void
  LANGUAGE plpgsql
- SET search_path TO 'tenure', 'pg_temp'
 AS $function$
 DECLARE
     topic text;
@@ -469,7 +459,7 @@ BEGIN
     IF NOT appended AND cardinality(woken) = 0 THEN
         RETURN;  -- a write that changed no status (a lease extension)
     END IF;
-    IF NOT tenure_wake_checked() THEN
+    IF NOT "tenure".tenure_wake_checked() THEN
         IF appended THEN
             PERFORM pg_notify('tenure_events', '');
         END IF;
@@ -480,12 +470,12 @@ BEGIN
     END IF;
     -- Statements of their own: their snapshots are taken after the lock is held.
     IF appended THEN
-        IF EXISTS (SELECT 1 FROM wake_wanted WHERE events AND until > statement_timestamp()) THEN
+        IF EXISTS (SELECT 1 FROM "tenure".wake_wanted WHERE events AND until > statement_timestamp()) THEN
             PERFORM pg_notify('tenure_events', '');
         END IF;
     END IF;
     FOREACH topic IN ARRAY woken LOOP
-        IF EXISTS (SELECT 1 FROM wake_wanted
+        IF EXISTS (SELECT 1 FROM "tenure".wake_wanted
                    WHERE until > statement_timestamp()
                      AND (topics IS NULL OR topic = ANY(topics))) THEN
             PERFORM pg_notify('tenure_tasks', topic);
@@ -497,7 +487,6 @@ $function$;
 CREATE OR REPLACE FUNCTION tenure.tenure_wake_checked()
  RETURNS boolean
  LANGUAGE plpgsql
- SET search_path TO 'tenure', 'pg_temp'
 AS $function$
 BEGIN
     IF current_setting('transaction_isolation') IN ('repeatable read', 'serializable') THEN

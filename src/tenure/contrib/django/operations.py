@@ -233,7 +233,10 @@ def _recorded(schema_editor: Any, queries: Mapping[str, str]) -> set[int]:
 
 
 def _sql(dialect: Dialect, version: int, short: str) -> str:
-    for found, name, sql in migrations(DIALECT_PACKAGES[dialect]):
+    every = migrations(DIALECT_PACKAGES[dialect])
+    if dialect == "postgresql":
+        every = _schema(dialect).migration_files(_postgres_schema())
+    for found, name, sql in every:
         if (found, name) == (version, short):
             return sql
     raise ConfigError(f"tenure has no {dialect} migration {version:04d}_{short}.sql")

@@ -678,7 +678,9 @@ SELECT to_regclass('public.tenure_migrations') IS NOT NULL
 -- rest of the transaction, milliseconds: the wait for a lock is bounded, so
 -- that a long transaction on a table makes the move fail (to be run again)
 -- rather than queue every worker behind it. The names are every object any
--- migration made (teardown.sql drops the same).
+-- migration made (teardown.sql drops the same). A function made by 0016 or
+-- later names the schema it was made in ("public"), and is made again naming
+-- the new one.
 --
 -- A copy of the ledger stays in public: a process of an older version looks
 -- for it there, and finding it current it makes no new tables beside the
@@ -701,8 +703,8 @@ BEGIN
         EXECUTE format('ALTER TABLE public.%I SET SCHEMA %I', found.relname, target);
     END LOOP;
     FOR found IN
-        SELECT p.proname, pg_get_function_identity_arguments(p.oid) AS arguments,
-               p.proconfig IS NOT NULL AS configured
+        SELECT p.oid, p.proname, pg_get_function_identity_arguments(p.oid) AS arguments,
+               p.prosrc LIKE '%"public".%' AS qualified
         FROM pg_proc AS p
         WHERE p.pronamespace = 'public'::regnamespace
           AND p.proname = ANY (ARRAY['tenure_created_wake', 'tenure_report_saved',
@@ -715,9 +717,8 @@ BEGIN
     LOOP
         EXECUTE format('ALTER FUNCTION public.%I(%s) SET SCHEMA %I',
                        found.proname, found.arguments, target);
-        IF found.configured THEN
-            EXECUTE format('ALTER FUNCTION %I.%I(%s) SET search_path TO %I, pg_temp',
-                           target, found.proname, found.arguments, target);
+        IF found.qualified THEN  -- made by 0016 or later, in public: it names public
+            EXECUTE replace(pg_get_functiondef(found.oid), '"public".', '"' || target || '".');
         END IF;
     END LOOP;
     CREATE TABLE public.tenure_migrations (LIKE tenure_migrations INCLUDING ALL);

@@ -49,6 +49,14 @@ def queries(schema: str = DEFAULT_SCHEMA) -> Mapping[str, str]:
     return load_queries(PACKAGE, splices={"schema": f'"{schema}"', "schema_name": f"'{schema}'"})
 
 
+def migration_files(schema: str = DEFAULT_SCHEMA) -> list[tuple[int, str, str]]:
+    """``(version, name, sql)`` of every migration, for tenure's objects in
+    ``schema``: ``{schema}`` spliced in as in :func:`queries` (the functions
+    name the tables they write)."""
+    name = f'"{check_schema(schema)}"'
+    return [(v, n, sql.replace("{schema}", name)) for v, n, sql in migrations(PACKAGE)]
+
+
 def migrate(url: str, *, connect_timeout: float | None = None) -> list[int]:
     """Bring the database at ``url`` up to date; return the versions applied now.
 
@@ -74,19 +82,20 @@ def migrate_connection(conn: psycopg.Connection[Any], schema: str) -> list[int]:
     isolation = conn.isolation_level
     conn.isolation_level = psycopg.IsolationLevel.READ_COMMITTED
     try:
-        return _apply_missing(conn, queries(schema))
+        return _apply_missing(conn, schema)
     finally:
         conn.isolation_level = isolation
 
 
-def _apply_missing(conn: psycopg.Connection[Any], q: Mapping[str, str]) -> list[int]:
+def _apply_missing(conn: psycopg.Connection[Any], schema: str) -> list[int]:
+    q = queries(schema)
     applied_now: list[int] = []
     with translated(), conn.transaction():
         conn.execute(q["lock_migrations"])
         for statement in prologue(q, *_found(conn, q)):
             conn.execute(statement)
         done = {row[0] for row in conn.execute(q["applied_migrations"])}
-        for version, name, sql in migrations(PACKAGE):
+        for version, name, sql in migration_files(schema):
             if version in done:
                 continue
             # Without parameters the script goes over the simple query protocol,
@@ -166,7 +175,7 @@ def script(
     ``-1``: the script has its own ``BEGIN`` and ``COMMIT``). Each migration's
     file is copied as it is, under a comment naming it.
     """
-    missing = [m for m in migrations(PACKAGE) if m[0] not in done]
+    missing = [m for m in migration_files(schema) if m[0] not in done]
     if not missing and not in_public:
         return ""
     q = queries(schema)
