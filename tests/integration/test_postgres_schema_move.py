@@ -35,7 +35,7 @@ def public_tables(url: str) -> list[str]:
 
 
 def test_an_install_in_public_moves_with_its_tasks_pending_running_and_done(
-    blank_postgres_url: str,
+    blank_postgres_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     url = blank_postgres_url
     apply_up_to(url, 15)  # the schema of every version before 0016, in public
@@ -53,6 +53,8 @@ def test_an_install_in_public_moves_with_its_tasks_pending_running_and_done(
 
     with PostgresStore(url) as moved:  # the default schema: the move runs at open
         assert moved.migrations_applied == []  # every version is recorded; only moved
+        said = [r.getMessage() for r in caplog.records if r.name == "tenure.store"]
+        assert any("moved from schema public into schema tenure" in line for line in said)
         assert moved.task_get(finished.id).status is Status.DONE
         # The lease taken before the move is still the one that finishes its task.
         assert moved.task_complete(lease_of(running, "old"), "after the move").status is Status.DONE

@@ -27,6 +27,7 @@ is one that stores opened afterwards find current.
 from __future__ import annotations
 
 import functools
+import logging
 import re
 from collections.abc import Collection, Mapping
 from typing import Any, NamedTuple
@@ -38,6 +39,8 @@ from tenure.store.postgres.params import DEFAULT_SCHEMA, check_schema, store_par
 from tenure.store.sqlfile import load_queries, migrations
 
 PACKAGE = "tenure.store.postgres"
+
+log = logging.getLogger("tenure.store")
 
 
 @functools.cache
@@ -92,7 +95,8 @@ def _apply_missing(conn: psycopg.Connection[Any], schema: str) -> list[int]:
     applied_now: list[int] = []
     with translated(), conn.transaction():
         conn.execute(q["lock_migrations"])
-        for statement in prologue(q, *_found(conn, q)):
+        schema_exists, in_public = _found(conn, q)
+        for statement in prologue(q, schema_exists, in_public):
             conn.execute(statement)
         done = {row[0] for row in conn.execute(q["applied_migrations"])}
         for version, name, sql in migration_files(schema):
@@ -103,6 +107,13 @@ def _apply_missing(conn: psycopg.Connection[Any], schema: str) -> list[int]:
             conn.execute(sql)
             conn.execute(q["record_migration"], {"version": version, "name": name})
             applied_now.append(version)
+    if in_public:
+        log.warning(
+            "tenure's tables moved from schema public into schema %s (a copy of the "
+            "migration ledger stays in public to stop processes of older versions: "
+            "DROP TABLE public.tenure_migrations once none runs)",
+            schema,
+        )
     return applied_now
 
 
