@@ -19,6 +19,11 @@ SQLITE = set(load_queries("tenure.store.sqlite"))
 POSTGRES = set(load_queries("tenure.store.postgres"))
 
 SQLITE_ONLY = {
+    "built_objects": "a new SQLite file gets the schema the migrations end with, built "
+    "in memory and copied (so no old name is ever made beside an application's tables); "
+    "PostgreSQL makes its objects in a schema of their own",
+    "built_columns": "see built_objects",
+    "literal": "see built_objects: the rows the migrations seed, written as literals",
     "begin_write": "a write takes SQLite's one write lock at its start (BEGIN IMMEDIATE), "
     "which also serializes migrations; a PostgreSQL write is one autocommit statement or "
     "a psycopg transaction block",
