@@ -36,7 +36,9 @@ HOOK_KINDS: tuple[str, ...] = get_args(HookKind)
 class Outcome:
     """What a hook is told: the task as the worker held it, and what became of it.
 
-    ``error`` is set for ``retrying`` and ``failed``; ``result`` for
+    ``error`` is set for ``retrying`` and ``failed``, and for a ``snoozed`` task
+    the worker gave back because it does not know its name (an ``UnknownTask``
+    error: an older worker during a rolling deploy); ``result`` for
     ``succeeded``; ``delay`` is the seconds until the next attempt (``retrying``)
     or the wake-up (``snoozed``); ``duration`` the seconds since the execution
     began (``None`` for ``started``)."""

@@ -7,9 +7,11 @@ for ``rate()``), and the workers alive. On PostgreSQL these come from the tallie
 the triggers keep, so a scrape costs a few milliseconds with millions of tasks.
 
 :class:`WorkerMetrics` counts what one worker process does, from its hooks:
-task durations per task name and outcome (a histogram), outcomes per name,
-leases lost and tasks revoked by the scheduler it hosts. ``tenure worker
---metrics-port P`` serves them (prometheus_client's own HTTP server).
+task durations per task name and outcome (a histogram), outcomes per name (a
+task given back unrun for a name the worker does not know counts as
+``snoozed``, which is what the store shows: no failure), leases lost and tasks
+revoked by the scheduler it hosts. ``tenure worker --metrics-port P`` serves
+them (prometheus_client's own HTTP server).
 """
 
 from __future__ import annotations

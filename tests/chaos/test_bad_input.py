@@ -191,7 +191,8 @@ def test_any_priority_delay_and_attempts_are_kept_or_refused(
 
 def test_an_unknown_task_name_fails_clearly_and_the_worker_drains_on(store_url: str) -> None:
     with open_store(store_url) as store:
-        worker = WorkerProcess(store_url)
+        # No grace: a name no worker will ever know fails at once (see test_rolling_deploy).
+        worker = WorkerProcess(store_url, "--unknown-name-grace", "0")
         try:
             unknown = store.task_create(NewTask("basic", "tests.apps.basic.no_such_task"))
             healthy = [

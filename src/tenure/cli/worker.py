@@ -62,6 +62,13 @@ WORKING = (
         type=float,
     ),
     Option(
+        "--unknown-name-grace",
+        "seconds a task of a name this worker does not know is given back for "
+        "another worker (a rolling deploy) before it fails; 0: fail at once",
+        default=default_of(Worker, "unknown_name_grace"),
+        type=float,
+    ),
+    Option(
         "--poll",
         "seconds between looks for work when idle and not woken",
         default=default_of(Worker, "poll_interval"),
@@ -108,6 +115,7 @@ def run_worker(args: argparse.Namespace) -> int:
         tags=args.tags,
         lease=args.lease,
         grace=args.grace,
+        unknown_name_grace=args.unknown_name_grace,
         poll_interval=args.poll,
         scheduler=not args.no_scheduler,
         scheduler_options=hosted,

@@ -48,7 +48,11 @@ class Raised:
 
 @dataclass(frozen=True, slots=True)
 class Snoozed:
+    """The task is paused for ``seconds``, no attempt spent. ``unknown`` is set when
+    the worker gave back a task whose name it does not know (see ``unknown``)."""
+
     seconds: float
+    unknown: TaskError | None = None
 
 
 Ending = Succeeded | Raised | Snoozed

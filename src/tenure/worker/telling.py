@@ -34,6 +34,10 @@ QUEUE_CAPACITY = 10_000
 CLOSE_TIMEOUT = 5.0
 """Seconds the hooks get at shutdown to catch up."""
 
+TellUnknown = Callable[[Task, float, dict[str, Any]], None]
+"""Logs that a task of a name the worker does not know was given back for
+seconds, with the line's record attributes."""
+
 REQUESTED_RETRY = "Retry"
 """The error type of an attempt that ended by ``raise tenure.Retry(...)``."""
 
@@ -60,9 +64,17 @@ class Teller:
     A full queue drops a job with a warning rather than stall the worker.
     """
 
-    def __init__(self, store: Store, hooks: Hooks, capacity: int = QUEUE_CAPACITY) -> None:
+    def __init__(
+        self,
+        store: Store,
+        hooks: Hooks,
+        tell_unknown: TellUnknown | None = None,
+        capacity: int = QUEUE_CAPACITY,
+    ) -> None:
         self.store = store
         self.hooks = hooks
+        # Logs a task given back for its unknown name (rate-limited: see ``unknown``).
+        self.tell_unknown = tell_unknown or _tell_unknown
         self._jobs: queue.Queue[Callable[[], None] | None] = queue.Queue(capacity)
         self._thread: threading.Thread | None = None
         self._dropped = 0
@@ -122,14 +134,17 @@ class Teller:
         head = f"task {task.id} {task.name} attempt={task.attempts}/{task.max_attempts}"
         extra = fields(task, duration=duration, status=str(state.status))
         kind: HookKind
+        error = ending.error if isinstance(ending, Raised) else None
         if isinstance(ending, Snoozed):
-            kind, delay = "snoozed", ending.seconds
-            log.info("%s snoozed for %gs (no attempt spent)", head, ending.seconds, extra=extra)
+            kind, delay, error = "snoozed", ending.seconds, ending.unknown
+            if ending.unknown is not None:
+                self.tell_unknown(task, ending.seconds, extra)
+            else:
+                log.info("%s snoozed for %gs (no attempt spent)", head, ending.seconds, extra=extra)
         else:
             kind = "failed" if state.status is Status.FAILED else "retrying"
             _failure(head, ending, kind, delay, extra)
         if self.hooks:
-            error = ending.error if isinstance(ending, Raised) else None
             self.fire(Outcome(kind, task, error, None, delay, duration))
 
     def _succeeded(self, held: Held, ending: Succeeded, state: TaskState) -> None:
@@ -193,6 +208,12 @@ def _tell_success(task: Task, duration: float, status: str) -> None:
 
 SUCCEEDED_LINE = _tell_success.__code__.co_firstlineno
 """Where a task's success line is logged from, as its record says."""
+
+
+def _tell_unknown(task: Task, seconds: float, extra: dict[str, Any]) -> None:
+    log.info(
+        "task %s %s of an unknown name given back for %gs", task.id, task.name, seconds, extra=extra
+    )
 
 
 def _guarded(job: Callable[[], None]) -> None:

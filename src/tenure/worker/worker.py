@@ -47,6 +47,7 @@ from tenure.worker.keepalive import Keepalive
 from tenure.worker.prefetch import Prefetch
 from tenure.worker.runner import Ending
 from tenure.worker.telling import Teller, fields
+from tenure.worker.unknown import DEFAULT_GRACE, UnknownNames
 
 if TYPE_CHECKING:
     from tenure.function import TaskFunction
@@ -93,6 +94,7 @@ class Worker:
         poll_interval: float = 1.0,
         owner: str | None = None,
         heartbeat: float = 5.0,
+        unknown_name_grace: float = DEFAULT_GRACE,
     ) -> None:
         if pool not in POOLS:
             raise ConfigError(f"pool must be one of {', '.join(POOLS)}, not {pool!r}")
@@ -117,6 +119,10 @@ class Worker:
         # Makes the scheduler this worker hosts (it stands by unless elected).
         self.scheduler_factory = scheduler
         self.heartbeat_interval = check.seconds(heartbeat, "heartbeat")
+        # A task of a name not registered here is given back for another worker
+        # (a rolling deploy) until it waited this long, then failed (see ``unknown``).
+        grace_seconds = check.seconds(unknown_name_grace, "unknown_name_grace", allow_zero=True)
+        self.unknown_names = UnknownNames(registry, grace_seconds)
         self.holdings = Holdings()
         self._wake = threading.Event()
         self._stopping = threading.Event()
@@ -184,7 +190,7 @@ class Worker:
         # apply: never one the store then refuses.
         limit = min(self.registry.max_payload_bytes, store.max_payload_bytes)
         self.registry.max_payload_bytes = limit
-        teller = self._teller = Teller(store, self.registry.hooks)
+        teller = self._teller = Teller(store, self.registry.hooks, self.unknown_names.tell)
         executor = make_executor(self.pool, self.registry, self.concurrency)
         completer = Completer(
             store, self.holdings, self.registry.backoff_of, give_up=self._hurry, teller=teller
@@ -233,7 +239,8 @@ class Worker:
     ) -> None:
         def deliver(held: Held, ending: Ending) -> None:
             if self.holdings.end(held):
-                self.prefetch.ran(time.monotonic() - held.started)
+                if held.running:  # not a task given back unrun
+                    self.prefetch.ran(time.monotonic() - held.started)
                 completer.put(held, ending)
                 # A slot is free: the loop reserves while the ending is written,
                 # if it would now; not woken for every ending while tasks wait.
@@ -336,6 +343,10 @@ class Worker:
     def _submit(
         self, held: Held, executor: Executor, deliver: Callable[[Held, Ending], None]
     ) -> None:
+        unknown = self.unknown_names.ending(held.task)
+        if unknown is not None:  # never runs here: no pool sees it
+            deliver(held, unknown)
+            return
         # The execution reports as this reservation, never by task id alone: an
         # older execution of the same task can neither start nor end this one.
         executor.submit(
