@@ -20,7 +20,6 @@ cursor still moves past the events they leave out.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import threading
 from collections.abc import AsyncIterator, Callable, Collection, Iterator
@@ -30,7 +29,7 @@ from tenure.checks import names as check_names
 from tenure.errors import InvalidInput, StoreUnavailable
 from tenure.store import Store
 from tenure.store.types import EVENT_KINDS, Event
-from tenure.store.waking import Wakeups
+from tenure.store.waking import LoopWake, registered_async
 
 log = logging.getLogger("tenure.events")
 
@@ -126,36 +125,6 @@ class _Reader:
             return matching, HELD_BACK_PAUSES[min(self._held, len(HELD_BACK_PAUSES)) - 1]
         self._held = 0
         return matching, self.store.event_poll
-
-
-class _LoopWake(threading.Event):
-    """The flag a store sets from its own threads when events may have been
-    appended, which also wakes a coroutine waiting on an event loop."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        super().__init__()
-        self._loop = loop
-        self._ready = asyncio.Event()
-
-    def set(self) -> None:
-        super().set()
-        with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
-            self._loop.call_soon_threadsafe(self._ready.set)
-
-    def clear(self) -> None:
-        super().clear()
-        self._ready.clear()
-
-    async def wait_async(self, timeout: float) -> None:
-        """Until set, or ``timeout`` seconds."""
-        if self.is_set():
-            return
-        # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a
-        # cancellation that arrives as the flag is set, and the follower would
-        # then outlive the task that cancelled it.
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(timeout):
-                await self._ready.wait()
 
 
 class Subscription:
@@ -266,9 +235,9 @@ class Events:
         Reads run on the default executor, so the event loop never blocks; waits
         are the loop's own, so a thousand idle followers hold no thread."""
         wanted = EventFilter.of(topics, names, kinds, task_ids)
-        store, wake = self._store(), _LoopWake(asyncio.get_running_loop())
+        store, wake = self._store(), LoopWake(asyncio.get_running_loop())
         reader = _Reader(store, after, wanted)
-        unsubscribe = await _registered(store, wake)
+        unsubscribe = await registered_async(store.event_notify, wake)
         try:
             while True:
                 wake.clear()
@@ -347,20 +316,3 @@ class Events:
             if len(found) >= limit or len(page) < READ_BATCH:
                 break
         return list(reversed(found[:limit])), head
-
-
-async def _registered(store: Store, wake: threading.Event) -> Wakeups:
-    """``store.event_notify(wake)``, run on the executor; its unsubscribe. If the
-    awaiting follower is cancelled meanwhile, the registration still completes on
-    its thread: it is undone as soon as it does, never left waking no one."""
-    registering = asyncio.ensure_future(asyncio.to_thread(store.event_notify, wake))
-    try:
-        return await asyncio.shield(registering)
-    except asyncio.CancelledError:
-        registering.add_done_callback(_undo_registration)
-        raise
-
-
-def _undo_registration(registering: asyncio.Future[Wakeups]) -> None:
-    if not registering.cancelled() and registering.exception() is None:
-        asyncio.get_running_loop().run_in_executor(None, registering.result())

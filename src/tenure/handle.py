@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
-from typing import TYPE_CHECKING, Generic, TypeVar, cast
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from tenure.errors import TaskCancelled, TaskFailed, TaskNotFound, UniqueConflict
 from tenure.retry import Backoff
+from tenure.store.waking import LoopWake, registered_async
 from tenure.task import Status, Task
 
 if TYPE_CHECKING:
@@ -14,9 +18,12 @@ if TYPE_CHECKING:
 
 R = TypeVar("R")
 
+MIN_GAP = 0.05
+"""Seconds between two reads of the task at least, while waiting: a busy store
+appends events all the time, and each may wake the wait."""
 _POLLS = Backoff(base=0.005, maximum=0.25, jitter=0.0)
-"""How often :meth:`TaskHandle.wait` looks: at once after 5 ms, then less
-often, every 0.25 s at most."""
+"""How often a wait looks where the store cannot tell of news: at once after
+5 ms, then less often, every 0.25 s at most."""
 
 
 class TaskHandle(Generic[R]):
@@ -61,23 +68,92 @@ class TaskHandle(Generic[R]):
 
     def wait(self, timeout: float | None = None) -> R:
         """The task's result once done; raises ``TaskFailed`` or ``TaskCancelled``
-        if it ends otherwise, ``TimeoutError`` if ``timeout`` seconds pass first."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        pauses = _POLLS.delays()
-        pause = next(pauses)
-        while True:
-            task = self.refresh()
-            if task.status is Status.DONE:
-                return cast(R, task.result)
-            if task.status is Status.FAILED:
-                raise TaskFailed(task)
-            if task.status is Status.CANCELLED:
-                raise TaskCancelled(task)
-            if deadline is not None and time.monotonic() + pause > deadline:
-                raise TimeoutError(f"task {self.id} is still {task.status} after {timeout}s")
-            time.sleep(pause)
-            pause = next(pauses)
+        if it ends otherwise, ``TimeoutError`` if ``timeout`` seconds pass first.
+
+        The task is read again after pauses that grow from 5 ms to 0.25 s, and
+        sooner where the store tells of new events (PostgreSQL's LISTEN,
+        SQLite's change counter) as soon as one may be its ending, though not
+        more often than every :data:`MIN_GAP` seconds (a busy store appends
+        events all the time)."""
+        waiting = _Waiting(self.id, timeout)
+        task = self.refresh()  # ended already: no need to be told of news
+        if waiting.pause(task) is None:
+            return cast(R, task.result)
+        wake = threading.Event()
+        unsubscribe = self.store.event_notify(wake)
+        try:
+            while True:
+                wake.clear()  # before the read: an ending after it wakes the wait
+                task = self.refresh()
+                pause = waiting.pause(task)
+                if pause is None:
+                    return cast(R, task.result)
+                if wake.wait(pause):
+                    time.sleep(waiting.gap())
+        finally:
+            unsubscribe()
+
+    async def wait_async(self, timeout: float | None = None) -> R:
+        """:meth:`wait` for async code (``await handle`` is the same, with no
+        timeout): reads run on the default executor, and the waits are the
+        event loop's own, so a thousand waiting handles hold no thread."""
+        waiting = _Waiting(self.id, timeout)
+        task = await asyncio.to_thread(self.refresh)
+        if waiting.pause(task) is None:
+            return cast(R, task.result)
+        wake = LoopWake(asyncio.get_running_loop())
+        unsubscribe = await registered_async(self.store.event_notify, wake)
+        try:
+            while True:
+                wake.clear()
+                task = await asyncio.to_thread(self.refresh)
+                pause = waiting.pause(task)
+                if pause is None:
+                    return cast(R, task.result)
+                await wake.wait_async(pause)
+                if wake.is_set():
+                    await asyncio.sleep(waiting.gap())
+        finally:
+            await asyncio.to_thread(unsubscribe)
+
+    def __await__(self) -> Generator[Any, None, R]:
+        return self.wait_async().__await__()
 
     def result(self) -> R | None:
         """The stored result, without waiting (``None`` until done)."""
         return cast("R | None", self.refresh().result)
+
+
+class _Waiting:
+    """One wait for a task: its deadline, and the pause before each next read."""
+
+    def __init__(self, task_id: str, timeout: float | None) -> None:
+        self.task_id = task_id
+        self.timeout = timeout
+        self.deadline = None if timeout is None else time.monotonic() + timeout
+        self._pauses = _POLLS.delays()
+        self._read_at = 0.0
+
+    def pause(self, task: Task) -> float | None:
+        """``None`` if ``task`` is done; else the seconds to wait before reading
+        it again (until the deadline at most). Raises ``TaskFailed`` or
+        ``TaskCancelled`` if it ended so, and ``TimeoutError`` once the
+        deadline has passed."""
+        self._read_at = time.monotonic()
+        if task.status is Status.DONE:
+            return None
+        if task.status is Status.FAILED:
+            raise TaskFailed(task)
+        if task.status is Status.CANCELLED:
+            raise TaskCancelled(task)
+        pause = next(self._pauses)
+        if self.deadline is None:
+            return pause
+        left = self.deadline - self._read_at
+        if left <= 0:
+            raise TimeoutError(f"task {self.task_id} is still {task.status} after {self.timeout}s")
+        return min(pause, left)  # a last read at the deadline
+
+    def gap(self) -> float:
+        """What is left of :data:`MIN_GAP` since the last read."""
+        return max(0.0, self._read_at + MIN_GAP - time.monotonic())

@@ -9,10 +9,14 @@ Either way the subscriber gets a :class:`Wakeups`, through which it also
 says when it is idle and when busy: PostgreSQL's wake-ups cost every writer
 something (see ``postgres/wanting.py``), so it sends them only while someone
 is idle; a store whose wake-ups are free ignores both.
+
+:class:`LoopWake` is that flag for a coroutine: set from the store's thread, it
+wakes an event loop's wait too (async followers, awaited task handles).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import threading
@@ -77,3 +81,53 @@ def notify_from_waits(wait: Callable[[float], bool], wake: threading.Event, what
     threading.Thread(target=follow, name=f"tenure-{what.replace(' ', '-')}", daemon=True).start()
     following.wait(FOLLOW_START_TIMEOUT)
     return Wakeups(unsubscribe)
+
+
+class LoopWake(threading.Event):
+    """The flag a store sets from its own threads when events may have been
+    appended, which also wakes a coroutine waiting on an event loop."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__()
+        self._loop = loop
+        self._ready = asyncio.Event()
+
+    def set(self) -> None:
+        super().set()
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
+            self._loop.call_soon_threadsafe(self._ready.set)
+
+    def clear(self) -> None:
+        super().clear()
+        self._ready.clear()
+
+    async def wait_async(self, timeout: float) -> None:
+        """Until set, or ``timeout`` seconds."""
+        if self.is_set():
+            return
+        # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a
+        # cancellation that arrives as the flag is set, and the follower would
+        # then outlive the task that cancelled it.
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await self._ready.wait()
+
+
+async def registered_async(
+    notify: Callable[[threading.Event], Wakeups], wake: threading.Event
+) -> Wakeups:
+    """``notify(wake)`` (a store's ``event_notify``), run on the executor; its
+    unsubscribe. If the awaiting caller is cancelled meanwhile, the registration
+    still completes on its thread: it is undone as soon as it does, never left
+    waking no one."""
+    registering = asyncio.ensure_future(asyncio.to_thread(notify, wake))
+    try:
+        return await asyncio.shield(registering)
+    except asyncio.CancelledError:
+        registering.add_done_callback(_undo_registration)
+        raise
+
+
+def _undo_registration(registering: asyncio.Future[Wakeups]) -> None:
+    if not registering.cancelled() and registering.exception() is None:
+        asyncio.get_running_loop().run_in_executor(None, registering.result())
