@@ -8,7 +8,7 @@ import time
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
-from tenure.errors import TaskCancelled, TaskFailed, TaskNotFound, UniqueConflict
+from tenure.errors import TaskCancelled, TaskFailed, TaskNotFound, TenureError, UniqueConflict
 from tenure.retry import Backoff
 from tenure.store.waking import LoopWake, registered_async
 from tenure.task import Status, Task
@@ -75,7 +75,7 @@ class TaskHandle(Generic[R]):
         SQLite's change counter) as soon as one may be its ending, though not
         more often than every :data:`MIN_GAP` seconds (a busy store appends
         events all the time)."""
-        waiting = _Waiting(self.id, timeout)
+        waiting = _Waiting(self.store, self.id, timeout)
         task = self.refresh()  # ended already: no need to be told of news
         if waiting.pause(task) is None:
             return cast(R, task.result)
@@ -97,7 +97,7 @@ class TaskHandle(Generic[R]):
         """:meth:`wait` for async code (``await handle`` is the same, with no
         timeout): reads run on the default executor, and the waits are the
         event loop's own, so a thousand waiting handles hold no thread."""
-        waiting = _Waiting(self.id, timeout)
+        waiting = _Waiting(self.store, self.id, timeout)
         task = await asyncio.to_thread(self.refresh)
         if waiting.pause(task) is None:
             return cast(R, task.result)
@@ -127,7 +127,8 @@ class TaskHandle(Generic[R]):
 class _Waiting:
     """One wait for a task: its deadline, and the pause before each next read."""
 
-    def __init__(self, task_id: str, timeout: float | None) -> None:
+    def __init__(self, store: Store, task_id: str, timeout: float | None) -> None:
+        self.store = store
         self.task_id = task_id
         self.timeout = timeout
         self.deadline = None if timeout is None else time.monotonic() + timeout
@@ -151,8 +152,27 @@ class _Waiting:
             return pause
         left = self.deadline - self._read_at
         if left <= 0:
-            raise TimeoutError(f"task {self.task_id} is still {task.status} after {self.timeout}s")
+            raise TimeoutError(self.timed_out(task))
         return min(pause, left)  # a last read at the deadline
+
+    def timed_out(self, task: Task) -> str:
+        """Why the wait ended: the task's status and, for one still pending,
+        whether any live worker serves its topic (the first thing to check)."""
+        said = f"task {self.task_id} is still {task.status} after {self.timeout}s"
+        if task.status is not Status.PENDING:
+            return said
+        try:
+            workers = self.store.worker_list()
+        except TenureError:  # the store was reachable a moment ago: say what is known
+            return said
+        serving = [w for w in workers if task.topic in w.topics]
+        if not serving:
+            return (
+                f"{said}: no live worker serves topic {task.topic!r}; start one with "
+                "`tenure worker --app module:app`"
+            )
+        count = f"{len(serving)} live worker{'s' if len(serving) != 1 else ''}"
+        return f"{said} ({count} serve{'s' if len(serving) == 1 else ''} topic {task.topic!r})"
 
     def gap(self) -> float:
         """What is left of :data:`MIN_GAP` since the last read."""

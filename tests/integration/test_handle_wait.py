@@ -19,6 +19,7 @@ from tenure import Lease
 from tenure.errors import TaskFailed
 from tenure.retry import Backoff
 from tenure.store import ReserveParams
+from tenure.store.types import WorkerInfo
 from tenure.task import TaskError
 
 RARE_POLLS = Backoff(base=30.0, maximum=30.0, jitter=0.0)
@@ -87,8 +88,17 @@ def test_the_ending_wakes_an_awaited_handle(app: tenure.App) -> None:
     assert asyncio.run(both()) == ({"answer": 42}, {"answer": 42})
 
 
-def test_an_awaited_handle_times_out(app: tenure.App, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_wait_that_times_out_says_whether_a_worker_serves_the_topic(
+    app: tenure.App, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr("tenure.handle._POLLS", Backoff(base=0.01, maximum=0.05, jitter=0.0))
     handle = app.enqueue("job")
-    with pytest.raises(TimeoutError, match="still pending"):
+    with pytest.raises(TimeoutError, match="still pending") as raised:
         asyncio.run(handle.wait_async(timeout=0.2))
+    assert "no live worker serves topic 'waited'; start one with `tenure worker" in str(
+        raised.value
+    )
+    app.store.worker_beat(WorkerInfo(id="w-1", host="h", pid=1, topics=("other",)))
+    app.store.worker_beat(WorkerInfo(id="w-2", host="h", pid=2, topics=("other", "waited")))
+    with pytest.raises(TimeoutError, match=r"\(1 live worker serves topic 'waited'\)"):
+        handle.wait(timeout=0.1)
