@@ -8,8 +8,12 @@ not read back as written.
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import json
 import json.encoder
+import math
+import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -59,7 +63,14 @@ def dumps(value: Any, field: str, max_bytes: int | None = None) -> JsonText:
     try:
         text = "".join(_chunks(value, 0))
     except (TypeError, ValueError) as exc:
-        raise InvalidInput(field, f"not JSON-serializable: {exc}") from None
+        try:
+            found = _culprit(value, ())
+        except RecursionError:  # a value that holds itself
+            found = None
+        if found is None:
+            raise InvalidInput(field, f"not JSON-serializable: {exc}") from None
+        path, culprit = found
+        raise InvalidInput(_where(field, path), _advice(culprit)) from None
     except RecursionError:
         raise InvalidInput(field, "nested too deeply to serialize") from None
     if "\\u0000" in text or "\x00" in text:
@@ -90,3 +101,54 @@ def loads(text: str | bytes | None) -> Any:
     except (StopIteration, ValueError):  # leading whitespace, or not JSON: the full decoder says
         return _decode(text)
     return value if end == len(text) else _decode(text)
+
+
+_ADVICE: tuple[tuple[tuple[type, ...], str], ...] = (
+    ((datetime.datetime, datetime.date, datetime.time), "pass an ISO string (value.isoformat())"),
+    ((set, frozenset), "pass a list (sorted(value))"),
+    ((bytes, bytearray, memoryview), "pass text (value.decode()) or base64 text"),
+    ((decimal.Decimal,), "pass a string (str(value)), or a float if rounding is fine"),
+    ((uuid.UUID,), "pass a string (str(value))"),
+)
+
+
+def _advice(culprit: Any) -> str:
+    """What is wrong with ``culprit``, and what would work instead."""
+    if isinstance(culprit, float):
+        return f"{culprit} is not JSON; pass None, or a string"
+    kind = type(culprit).__name__
+    for types, advice in _ADVICE:
+        if isinstance(culprit, types):
+            return f"{kind} is not JSON; {advice}"
+    if isinstance(culprit, dict):
+        return "a dict whose keys are not all strings is not JSON; use string keys"
+    return f"{kind} is not JSON; pass dicts, lists, strings, numbers, booleans and None"
+
+
+def _culprit(value: Any, path: tuple[str | int, ...]) -> tuple[tuple[str | int, ...], Any] | None:
+    """The first value inside ``value`` that JSON cannot carry, and its path."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else (path, value)
+    if isinstance(value, (list, tuple)):
+        items: Iterable[tuple[str | int, Any]] = enumerate(value)
+    elif isinstance(value, dict):
+        if not all(isinstance(key, (str, int, float, bool)) or key is None for key in value):
+            return path, value
+        items = ((str(key), item) for key, item in value.items())
+    else:
+        return path, value
+    for key, item in items:
+        found = _culprit(item, (*path, key))
+        if found is not None:
+            return found
+    return None
+
+
+def _where(field: str, path: tuple[str | int, ...]) -> str:
+    """``args[0]``, ``kwargs['when']``: where in ``field`` a value was refused
+    (a task's ``data`` is shown from its ``args`` and ``kwargs``)."""
+    if field == "data" and path and path[0] in ("args", "kwargs"):
+        field, path = str(path[0]), path[1:]
+    return field + "".join(f"[{key!r}]" for key in path)

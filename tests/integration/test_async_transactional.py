@@ -289,7 +289,7 @@ def test_bad_input_is_refused_before_anything_is_sent(app: tenure.App, postgres_
             await job.options(connection=conn).aenqueue()
         with pytest.raises(InvalidInput) as raised:
             await job.options(connection=conn).aenqueue({1, 2})
-        assert raised.value.field == "data"
+        assert raised.value.field == "args[0]"
         assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
 
     run(scenario, postgres_url)

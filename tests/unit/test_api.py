@@ -88,7 +88,8 @@ def test_bad_calls_are_refused_at_enqueue_time(app: tenure.App) -> None:
         sync.enqueue()  # type: ignore[call-arg]
     with pytest.raises(InvalidInput) as raised:
         sync.enqueue({1, 2})  # type: ignore[arg-type]
-    assert raised.value.field == "data"
+    assert raised.value.field == "args[0]"
+    assert "set is not JSON; pass a list" in str(raised.value)
     with pytest.raises(InvalidInput, match="no task named"):
         app.enqueue("not.registered")
     assert app.tasks.list() == []

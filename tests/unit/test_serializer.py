@@ -3,8 +3,11 @@ what the standard library's json does at tenure's settings, and refuse the same.
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import json
 import math
+import uuid
 from types import ModuleType
 from typing import Any
 
@@ -51,21 +54,29 @@ def test_writes_what_json_writes_and_reads_it_back(codec: ModuleType, value: Any
 
 
 @pytest.mark.parametrize(
-    ("value", "message"),
+    ("value", "field", "message"),
     [
-        (math.nan, "Out of range float"),
-        ({"x": [math.inf]}, "Out of range float"),
-        ({"x": object()}, "Object of type object is not JSON serializable"),
-        ({(1, 2): "tuple key"}, "keys must be"),
-        ({"x": {1, 2}}, "Object of type set is not JSON serializable"),
-        ("NUL \x00 here", "NUL character"),
-        ("lone \ud800 surrogate", "lone surrogate"),
+        (math.nan, "data", "nan is not JSON; pass None, or a string"),
+        ({"x": [math.inf]}, "data['x'][0]", "inf is not JSON"),
+        ({"x": object()}, "data['x']", "object is not JSON; pass dicts, lists"),
+        ({(1, 2): "tuple key"}, "data", "keys are not all strings"),
+        ({"x": {1, 2}}, "data['x']", r"set is not JSON; pass a list \(sorted\(value\)\)"),
+        ({"args": [datetime.date(2026, 1, 1)]}, "args[0]", r"ISO string \(value.isoformat"),
+        ({"kwargs": {"raw": b"x"}}, "kwargs['raw']", "bytes is not JSON; pass text"),
+        ([decimal.Decimal("1.5")], "data[0]", r"Decimal is not JSON; pass a string \(str"),
+        ([uuid.UUID(int=1)], "data[0]", r"UUID is not JSON; pass a string \(str"),
+        ("NUL \x00 here", "data", "NUL character"),
+        ("lone \ud800 surrogate", "data", "lone surrogate"),
     ],
 )
-def test_refuses_what_cannot_be_stored(codec: ModuleType, value: Any, message: str) -> None:
+def test_refuses_what_cannot_be_stored(
+    codec: ModuleType, value: Any, field: str, message: str
+) -> None:
+    """Each refusal names where the value is (a task's data from its args and
+    kwargs) and what would work instead."""
     with pytest.raises(InvalidInput, match=message) as refused:
         codec.dumps(value, "data")
-    assert refused.value.field == "data"
+    assert refused.value.field == field
 
 
 def test_a_value_that_holds_itself_is_refused(codec: ModuleType) -> None:
