@@ -2,7 +2,9 @@
 
 ``raise tenure.Snooze(seconds)`` pauses the task (status snoozed; the supervisor
 wakes it later). ``raise tenure.Retry(in_=seconds)`` asks for another attempt.
-Neither is an error, so neither derives from :class:`~tenure.errors.TenureError`.
+``raise tenure.Cancel(reason)`` ends the task cancelled, with no retry, whatever
+attempts remain. None is an error, so none derives from
+:class:`~tenure.errors.TenureError`.
 ``tenure.current()`` tells running code which task and attempt it is.
 """
 
@@ -34,6 +36,15 @@ class Retry(ControlFlow):
     def __init__(self, in_: float | None = None, reason: str = "retry requested") -> None:
         super().__init__(reason)
         self.in_ = in_
+
+
+class Cancel(ControlFlow):
+    """End this task ``cancelled`` at once, without a retry; ``reason`` is kept
+    as its error (type ``Cancel``), for ``tenure show`` and the API."""
+
+    def __init__(self, reason: str = "cancelled by the task") -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from tenure import (
     LeaseLost,
     Status,
     Store,
+    TaskError,
     TaskNotFound,
     WrongOwner,
     serializer,
@@ -230,6 +231,21 @@ def test_release_returns_to_pending_at_once_without_spending_an_attempt(store: S
     assert reserve_one(store)[0].id == task.id
 
 
+def test_cancel_held_ends_cancelled_whatever_attempts_remain(store: Store) -> None:
+    store.task_create(new(max_attempts=5))
+    _, lease = reserve_one(store)
+    before = last_event_cursor(store)
+    reason = TaskError("Cancel", "nothing left to do")
+    cancelled = store.task_cancel_held(lease, reason)
+    assert cancelled.status is Status.CANCELLED and cancelled.attempts == 1
+    assert cancelled.error == reason and cancelled.finished_at is not None
+    assert cancelled.lease_owner is None and cancelled.duration is not None
+    assert [e.kind for e in events_since(store, before)] == ["cancelled"]
+    assert store.task_reserve(ReserveParams(owner=OWNER, now=in_(3600))) == []
+    with pytest.raises(InvalidTransition):
+        store.task_cancel_held(lease, reason)  # once cancelled, the lease writes nothing
+
+
 # -- fencing --------------------------------------------------------------------
 
 
@@ -239,6 +255,7 @@ HOLDER_WRITES = {
     "fail": lambda s, lease: s.task_fail(lease, ERROR),
     "snooze": lambda s, lease: s.task_snooze(lease, 10),
     "release": lambda s, lease: s.task_release(lease),
+    "cancel_held": lambda s, lease: s.task_cancel_held(lease, ERROR),
 }
 
 

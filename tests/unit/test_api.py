@@ -110,6 +110,19 @@ def test_declaring_twice_or_badly_is_a_clear_error(app: tenure.App) -> None:
         app.task(topik="x")(lambda: None)  # type: ignore[call-overload]
 
 
+def test_retry_on_takes_one_class_or_a_tuple_and_refuses_anything_else(
+    app: tenure.App,
+) -> None:
+    one = app.task(name="one", retry_on=ConnectionError)(lambda: None)
+    assert one.config.retry_on == (ConnectionError,)
+    assert one.config.retries_on(ConnectionResetError)  # a subclass
+    assert not one.config.retries_on(ValueError)
+    assert tenure.function.TaskConfig(name="any").retries_on(ValueError)  # None: every one
+    for bad in ([ConnectionError], (ConnectionError, "ValueError"), (int,)):
+        with pytest.raises(InvalidInput, match="retry_on"):
+            app.task(name="bad", retry_on=bad)(lambda: None)  # type: ignore[call-overload]
+
+
 def test_the_declarations_keywords_are_the_task_configs_fields(app: tenure.App) -> None:
     """One declaration of what @app.task takes: a field added to TaskConfig is
     a keyword of app.task, and the defaults are TaskConfig's own."""

@@ -15,6 +15,7 @@ its network or was presumed dead changes nothing when it comes back.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -302,6 +303,16 @@ class Store(EventLog, Operating):
         seconds = validate.seconds(seconds, "seconds", allow_zero=True)
         validate.leases([lease], now)
         return raise_if_refused(self._task_snooze(lease, seconds, now))
+
+    def task_cancel_held(
+        self, lease: Lease, error: TaskError, *, now: datetime | None = None
+    ) -> Task:
+        """End a held task cancelled, whatever attempts remain, with ``error``
+        saying why (``raise tenure.Cancel(reason)`` in the task). Fenced like
+        every holder write: refused once the lease is gone."""
+        validate.leases([lease], now)
+        encoded = json.dumps(validate.task_error(error).to_json())
+        return raise_if_refused(self._task_cancel_held(lease, encoded, now))
 
     def task_release(self, lease: Lease, *, now: datetime | None = None) -> Task:
         """Give a held task back to pending at once, not counting the attempt

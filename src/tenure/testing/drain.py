@@ -30,7 +30,7 @@ from tenure.task import Lease, Status, Task
 from tenure.worker.completer import failure_of
 from tenure.worker.held import Held
 from tenure.worker.loops import ThreadLoop
-from tenure.worker.runner import Ending, Raised, Succeeded, run_in_thread
+from tenure.worker.runner import Cancelled, Ending, Raised, Succeeded, run_in_thread
 from tenure.worker.telling import Teller
 
 if TYPE_CHECKING:
@@ -242,6 +242,9 @@ class _Drain:
             failure = failure_of(held, ending, self.registry.backoff_of(held.task.name))
             return self.store.task_fail_many([failure], now=now)[0], failure.retry_in
         try:
+            if isinstance(ending, Cancelled):
+                ended = self.store.task_cancel_held(held.lease, ending.error, now=now)
+                return TaskState.of(ended), None
             snoozed = self.store.task_snooze(held.lease, ending.seconds, now=now)
         except StoreUnavailable:
             raise

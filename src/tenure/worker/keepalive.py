@@ -45,6 +45,7 @@ class Keepalive:
         finish: Callable[[Held, Ending], None],
         *,
         teller: Teller | None = None,
+        retries_timeout: Callable[[str], bool] = lambda name: True,
     ) -> None:
         self.store = store
         self.holdings = holdings
@@ -53,6 +54,8 @@ class Keepalive:
         self.abandon = abandon
         self.finish = finish
         self.teller = teller or Teller(store, Hooks())
+        self.retries_timeout = retries_timeout
+        """Whether a timed-out task of this name may be retried (its ``retry_on``)."""
         self._stop = threading.Event()
         self._fence = threading.Thread(target=self._fencing, name="tenure-fence", daemon=True)
         self._thread = threading.Thread(target=self._loop, name="tenure-keepalive", daemon=True)
@@ -84,7 +87,8 @@ class Keepalive:
                 if self.holdings.end(held):
                     self.abandon(held.task.id)
                     message = f"the task ran longer than its timeout of {held.task.timeout}s"
-                    self.finish(held, Raised(TaskError("TimeoutError", message)))
+                    final = not self.retries_timeout(held.task.name)
+                    self.finish(held, Raised(TaskError("TimeoutError", message), final=final))
             elif now >= held.expires and self.holdings.end(held):
                 log.warning(
                     "task %s: lease ran out before it could be extended (this process was "

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tenure import serializer
-from tenure.control import Current, Retry, Snooze, set_current
+from tenure.control import Cancel, Current, Retry, Snooze, set_current
 from tenure.errors import InvalidInput
 from tenure.frozen import quick_init
 from tenure.hooks import executing
@@ -51,7 +51,14 @@ class Snoozed:
     seconds: float
 
 
-Ending = Succeeded | Raised | Snoozed
+@dataclass(frozen=True, slots=True)
+class Cancelled:
+    """The task raised ``tenure.Cancel``: it ends cancelled, never retried."""
+
+    error: TaskError
+
+
+Ending = Succeeded | Raised | Snoozed | Cancelled
 
 
 def error_of(exc: BaseException) -> TaskError:
@@ -125,7 +132,7 @@ def call_sync(
             result = function.fn(*args, **kwargs)
         return _checked(registry, result, awaited=False)
     except BaseException as exc:
-        return ending_of_exception(exc)
+        return ending_of_exception(exc, function.config.retry_on)
     finally:
         set_current(None)
 
@@ -147,15 +154,24 @@ async def run_async(registry: Registry, task: Task, lease: Lease) -> Ending:
     except asyncio.CancelledError:
         raise
     except BaseException as exc:
-        return ending_of_exception(exc)
+        return ending_of_exception(exc, function.config.retry_on)
 
 
-def ending_of_exception(exc: BaseException) -> Ending:
+def ending_of_exception(
+    exc: BaseException, retry_on: tuple[type[BaseException], ...] | None = None
+) -> Ending:
+    """How an exception out of a task ends its attempt. ``retry_on`` (the task's
+    declaration) names the exceptions worth another attempt: any other fails the
+    task at once (``None``: every exception may be retried). ``Retry`` is asked
+    for explicitly, so it retries whatever ``retry_on`` says."""
     if isinstance(exc, Snooze):
         return Snoozed(exc.seconds)
     if isinstance(exc, Retry):
         return Raised(error_of(exc), retry_in=exc.in_)
-    return Raised(error_of(exc))
+    if isinstance(exc, Cancel):
+        return Cancelled(TaskError("Cancel", exc.reason))
+    final = retry_on is not None and not isinstance(exc, retry_on)
+    return Raised(error_of(exc), final=final)
 
 
 def _checked(registry: Registry, result: Any, *, awaited: bool) -> Ending:

@@ -25,7 +25,7 @@ from tenure.store import Store
 from tenure.store.types import TaskState
 from tenure.task import Status, Task
 from tenure.worker.held import Held
-from tenure.worker.runner import Ending, Raised, Snoozed, Succeeded
+from tenure.worker.runner import Cancelled, Ending, Raised, Snoozed, Succeeded
 
 log = logging.getLogger("tenure.worker")
 
@@ -125,11 +125,14 @@ class Teller:
         if isinstance(ending, Snoozed):
             kind, delay = "snoozed", ending.seconds
             log.info("%s snoozed for %gs (no attempt spent)", head, ending.seconds, extra=extra)
+        elif isinstance(ending, Cancelled):
+            kind = "cancelled"
+            log.info("%s cancelled itself: %s", head, ending.error.message, extra=extra)
         else:
             kind = "failed" if state.status is Status.FAILED else "retrying"
             _failure(head, ending, kind, delay, extra)
         if self.hooks:
-            error = ending.error if isinstance(ending, Raised) else None
+            error = ending.error if isinstance(ending, Raised | Cancelled) else None
             self.fire(Outcome(kind, task, error, None, delay, duration))
 
     def _succeeded(self, held: Held, ending: Succeeded, state: TaskState) -> None:

@@ -191,7 +191,13 @@ class Worker:
         )
         completer.on_written = self._wake.set
         keepalive = Keepalive(
-            store, self.holdings, self.lease, executor.abandon, completer.put, teller=teller
+            store,
+            self.holdings,
+            self.lease,
+            executor.abandon,
+            completer.put,
+            teller=teller,
+            retries_timeout=self.registry.retries_timeout,
         )
         heartbeat = Heartbeat(store, self.describe, self.heartbeat_interval)
         teller.start()

@@ -371,6 +371,24 @@ WHERE t.id = held.id AND t.status = 'running' AND t.lease_token = held.token
   AND t.assignee = held.owner
 RETURNING held.ord, {task_columns};
 
+-- A task that cancels itself (tenure.Cancel): cancelled at once, whatever
+-- attempts remain, with the reason as its error.
+-- name: cancel_held_task
+UPDATE {schema}.tasks AS t
+SET status = 'cancelled',
+    finished_at = COALESCE(%(now)s::timestamptz, now()),
+    error = %(error)s::json,
+    duration = EXTRACT(EPOCH FROM COALESCE(%(now)s::timestamptz, now()) - t.started_at)::float8,
+    lease_owner = NULL,
+    lease_expires_at = NULL,
+    record_ver = t.record_ver + 1,
+    updated_at = COALESCE(%(now)s::timestamptz, now())
+FROM unnest(%(ids)s::text[], %(tokens)s::bigint[], %(owners)s::text[])
+     WITH ORDINALITY AS held(id, token, owner, ord)
+WHERE t.id = held.id AND t.status = 'running' AND t.lease_token = held.token
+  AND t.assignee = held.owner
+RETURNING held.ord, {task_columns};
+
 -- name: release_task
 UPDATE {schema}.tasks AS t
 SET status = 'pending',

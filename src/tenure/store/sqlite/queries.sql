@@ -242,6 +242,21 @@ SET status = 'snoozed',
 WHERE id = :id AND status = 'running' AND lease_token = :token AND assignee = :owner
 RETURNING *;
 
+-- A task that cancels itself (tenure.Cancel): cancelled at once, whatever
+-- attempts remain, with the reason as its error.
+-- name: cancel_held_task
+UPDATE tenure_tasks
+SET status = 'cancelled',
+    finished_at = :now,
+    error = :error,
+    duration = :now - started_at,
+    lease_owner = NULL,
+    lease_expires_at = NULL,
+    record_ver = record_ver + 1,
+    updated_at = :now
+WHERE id = :id AND status = 'running' AND lease_token = :token AND assignee = :owner
+RETURNING *;
+
 -- name: release_task
 UPDATE tenure_tasks
 SET status = 'pending',
