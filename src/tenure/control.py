@@ -10,6 +10,7 @@ attempts remain. None is an error, so none derives from
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -53,6 +54,20 @@ class Current:
 
     task: Task
     lease: Lease
+    stop: threading.Event | None = None
+    """Set by the worker when this execution must stop (what :attr:`cancelled`
+    reads); ``None`` where nothing can tell it (a pool child, which is killed)."""
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether this execution should stop now: the task was cancelled, ran past
+        its timeout, or its lease was lost (another worker may run it). A thread
+        cannot be killed, so a long sync task on the thread pool checks this
+        between steps and returns (whatever it returns is ignored: the worker has
+        let the task go). Cheap enough to check in a tight loop: no store read.
+        The async pools cancel the coroutine as well; the process pool kills
+        its child, so there it is never seen true."""
+        return self.stop is not None and self.stop.is_set()
 
     @property
     def attempt(self) -> int:

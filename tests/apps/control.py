@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from pathlib import Path
 
@@ -51,7 +52,10 @@ def overruns_not_retried() -> None:
 
 
 def _mark(folder: str, name: str) -> None:
-    (Path(folder) / name).write_text(repr(time.time()))
+    """Writes the time now to ``folder/name``, whole once it exists."""
+    partial = Path(folder) / f".{name}"
+    partial.write_text(repr(time.time()))
+    os.replace(partial, Path(folder) / name)
 
 
 @app.task(topic="control")

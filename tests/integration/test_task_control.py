@@ -1,15 +1,28 @@
 """Control from inside a task, with real ``tenure worker`` processes on each store
 and each pool: ``raise tenure.Cancel(reason)`` ends the task cancelled without a
 retry; ``retry_on`` retries only the exceptions it names (a timeout counts as
-``TimeoutError``) and fails the others at once."""
+``TimeoutError``) and fails the others at once; ``tenure.current().cancelled``
+turns true within 2 s of a cancel (the keepalive would take 10 s) and at a
+timeout."""
 
 from __future__ import annotations
+
+import time
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from tenure import Status, Store, Task
 from tests.apps import control
-from tests.integration.workers import WorkerProcess, enqueue, finished, wait_until
+from tests.integration.workers import (
+    WorkerProcess,
+    enqueue,
+    enqueue_new,
+    finished,
+    wait_for,
+    wait_until,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -54,3 +67,48 @@ def test_retry_on_retries_only_the_exceptions_it_names(store: Store, worker: Wor
     overran = ended(store, enqueue(store, control.overruns_not_retried))
     assert (overran.status, overran.attempts) == (Status.FAILED, 1)
     assert overran.error is not None and overran.error.type == "TimeoutError"
+
+
+# -- the cooperative flag ---------------------------------------------------------
+
+
+def _stamp(folder: Path, name: str) -> float:
+    path = folder / name
+    wait_for(path.exists, f"the task's {name!r} mark", timeout=30)
+    return float(path.read_text())
+
+
+def test_a_cancel_reaches_a_running_task_within_two_seconds(
+    store: Store, worker: WorkerProcess, pool: str, tmp_path: Path
+) -> None:
+    """With the default 30 s lease, whose keepalive comes every 10 s: the flag a
+    thread-pool task watches is set within 2 s of the cancel; a coroutine is
+    cancelled as fast; a child process is killed."""
+    functions = [control.watches_flag, control.async_watches_flag]
+    for number, function in enumerate(functions):
+        folder = tmp_path / str(number)
+        folder.mkdir()
+        task = enqueue(store, function, str(folder))
+        _stamp(folder, "started")
+        cancelled_at = time.time()
+        cancelled = store.task_cancel(task.id)
+        if pool == "processes":  # the child is killed: nothing runs on to see a flag
+            worker.wait_for_log(f"task {task.id} {task.name} attempt=1/1 was cancelled", timeout=2)
+            assert not (folder / "stopped").exists()
+        else:
+            assert _stamp(folder, "stopped") - cancelled_at < 2.0
+        assert store.task_get(task.id) == cancelled  # the ending was not written
+
+
+def test_the_flag_is_set_when_a_task_runs_past_its_timeout(
+    store: Store, worker: WorkerProcess, pool: str, tmp_path: Path
+) -> None:
+    if pool == "processes":
+        pytest.skip("the process pool kills the child: no flag is seen")
+    function = control.watches_flag
+    new = replace(function.new_task((str(tmp_path),), {}), timeout=0.5)
+    task = enqueue_new(store, function.prepared(new))
+    started = _stamp(tmp_path, "started")
+    assert 0.4 < _stamp(tmp_path, "stopped") - started < 2.0
+    failed = wait_until(store, task.id, finished)
+    assert failed.error is not None and failed.error.type == "TimeoutError"

@@ -86,6 +86,7 @@ class ThreadExecutor:
         self._jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._running: dict[str, tuple[threading.Thread, Cancellation | None]] = {}
+        self._stops: dict[str, threading.Event] = {}  # what tenure.current().cancelled reads
         self._serving: set[threading.Thread] = set()  # threads that take new jobs
         self._replaced: set[threading.Thread] = set()  # threads to end after their task
         self._cancelling: dict[threading.Thread, Cancellation] = {}
@@ -121,17 +122,23 @@ class ThreadExecutor:
         """Run one job; ``False`` once this thread has been replaced and must end."""
         task, lease, deliver, claim = job
         cancellation = Cancellation() if is_coroutine_task(self.registry, task) else None
+        stop = threading.Event()
         with self._lock:
             self._running[task.id] = (me, cancellation)
+            self._stops[task.id] = stop
         ending: Ending | None = None
         try:
             if claim(task.id):
-                ending = run_in_thread(self.registry, task, lease, loop, cancellation)
+                ending = run_in_thread(
+                    self.registry, task, lease, loop, cancellation=cancellation, stop=stop
+                )
         except BaseException as exc:  # e.g. SystemExit from a task's background coroutine
             ending = ending_of_exception(exc)
         with self._lock:
             if self._running.get(task.id, (None, None))[0] is me:
                 del self._running[task.id]
+            if self._stops.get(task.id) is stop:
+                del self._stops[task.id]
             self._cancelling.pop(me, None)
             replaced = me in self._replaced
             self._replaced.discard(me)
@@ -145,6 +152,9 @@ class ThreadExecutor:
         its claim fails.)"""
         with self._lock:
             running = self._running.pop(task_id, None)
+            stop = self._stops.pop(task_id, None)
+            if stop is not None:
+                stop.set()  # a sync task that checks tenure.current().cancelled stops
             if running is None:
                 return
             thread, cancellation = running
@@ -196,7 +206,7 @@ class AsyncExecutor:
         self.registry = registry
         self._slots = asyncio.Semaphore(slots)
         self._loop = asyncio.new_event_loop()
-        self._running: dict[str, Future[Ending | None]] = {}
+        self._running: dict[str, tuple[Future[Ending | None], threading.Event]] = {}
         self._lock = threading.Lock()
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="tenure-async", daemon=True
@@ -204,28 +214,35 @@ class AsyncExecutor:
         self._thread.start()
 
     def submit(self, task: Task, lease: Lease, deliver: Deliver, claim: Claim) -> None:
-        future = asyncio.run_coroutine_threadsafe(self._run(task, lease, claim), self._loop)
+        stop = threading.Event()
+        future = asyncio.run_coroutine_threadsafe(self._run(task, lease, claim, stop), self._loop)
         with self._lock:
-            self._running[task.id] = future
+            self._running[task.id] = (future, stop)
 
         def done(finished: Future[Ending | None]) -> None:
             with self._lock:
-                self._running.pop(task.id, None)
+                if self._running.get(task.id, (None, None))[0] is finished:
+                    del self._running[task.id]
             if not finished.cancelled() and (ending := finished.result()) is not None:
                 deliver(task.id, ending)
 
         future.add_done_callback(done)
 
-    async def _run(self, task: Task, lease: Lease, claim: Claim) -> Ending | None:
+    async def _run(
+        self, task: Task, lease: Lease, claim: Claim, stop: threading.Event
+    ) -> Ending | None:
         async with self._slots:
             if not claim(task.id):
                 return None
-            return await run_async(self.registry, task, lease)
+            return await run_async(self.registry, task, lease, stop)
 
     def abandon(self, task_id: str) -> None:
+        """Set the execution's flag, then cancel its coroutine."""
         with self._lock:
-            future = self._running.pop(task_id, None)
-        if future is not None:
+            running = self._running.pop(task_id, None)
+        if running is not None:
+            future, stop = running
+            stop.set()
             future.cancel()
 
     def close(self) -> None:

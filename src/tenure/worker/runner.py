@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import threading
 import traceback
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -92,18 +93,21 @@ def run_in_thread(
     task: Task,
     lease: Lease,
     loop: ThreadLoop,
+    *,
     cancellation: Cancellation | None = None,
+    stop: threading.Event | None = None,
 ) -> Ending | None:
     """Run a task's function in this thread: a sync function directly, an
     ``async def`` function on ``loop``, this thread's event loop. ``None`` means
-    ``cancellation`` cancelled the coroutine (its execution was abandoned)."""
+    ``cancellation`` cancelled the coroutine (its execution was abandoned).
+    ``stop`` is what ``tenure.current().cancelled`` reads."""
     function = resolve(registry, task)
     if isinstance(function, Raised):
         return function
     if not function.is_async:
-        return call_sync(registry, function, task, lease)
+        return call_sync(registry, function, task, lease, stop)
     try:
-        return loop.run(run_async(registry, task, lease), cancellation)
+        return loop.run(run_async(registry, task, lease, stop), cancellation)
     except asyncio.CancelledError as exc:
         if cancellation is not None and cancellation.requested:
             return None
@@ -121,11 +125,15 @@ def run_sync(registry: Registry, task: Task, lease: Lease) -> Ending:
 
 
 def call_sync(
-    registry: Registry, function: TaskFunction[Any, Any], task: Task, lease: Lease
+    registry: Registry,
+    function: TaskFunction[Any, Any],
+    task: Task,
+    lease: Lease,
+    stop: threading.Event | None = None,
 ) -> Ending:
     """Call ``function`` for ``task`` in this thread, inside the middleware."""
     args, kwargs = split_data(task)
-    set_current(Current(task, lease))
+    set_current(Current(task, lease, stop))
     try:
         result: Any = None  # stays None if a middleware swallows the exception
         with executing(registry.middleware, task):
@@ -137,15 +145,17 @@ def call_sync(
         set_current(None)
 
 
-async def run_async(registry: Registry, task: Task, lease: Lease) -> Ending:
+async def run_async(
+    registry: Registry, task: Task, lease: Lease, stop: threading.Event | None = None
+) -> Ending:
     """Run a task's function in the running event loop (sync functions in a thread)."""
     function = resolve(registry, task)
     if isinstance(function, Raised):
         return function
     if not function.is_async:
-        return await asyncio.to_thread(call_sync, registry, function, task, lease)
+        return await asyncio.to_thread(call_sync, registry, function, task, lease, stop)
     args, kwargs = split_data(task)
-    set_current(Current(task, lease))  # the coroutine runs in its own copied context
+    set_current(Current(task, lease, stop))  # the coroutine runs in its own copied context
     result: Any = None  # stays None if a middleware swallows the exception
     try:
         with executing(registry.middleware, task):

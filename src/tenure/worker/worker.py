@@ -5,7 +5,8 @@ Threads, each with one job:
   call and hands tasks to the executor; when idle it waits for a slot to free,
   a store notification, the poll interval, or a stop;
 - the completer writes endings in batches (see ``completer``);
-- the keepalive extends leases and enforces timeouts (see ``keepalive``);
+- the keepalive extends leases and enforces timeouts, and its cancel watch
+  brings a cancel to a running task within about a second (see ``keepalive``);
 - the store's wake-ups (``Store.task_notify``: PostgreSQL's listener, SQLite's
   watch on its change counter) wake the fetch loop as soon as tasks are created;
 - the heartbeat keeps the worker's registry row fresh;
