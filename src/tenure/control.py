@@ -5,17 +5,25 @@ wakes it later). ``raise tenure.Retry(in_=seconds)`` asks for another attempt.
 ``raise tenure.Cancel(reason)`` ends the task cancelled, with no retry, whatever
 attempts remain. None is an error, so none derives from
 :class:`~tenure.errors.TenureError`.
-``tenure.current()`` tells running code which task and attempt it is.
+``tenure.current()`` tells running code which task and attempt it is, whether it
+should stop (``cancelled``), and records how far it got (``progress``).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from tenure.checks import number, optional_text
 from tenure.task import Lease, Task
+
+MAX_PROGRESS_NOTE = 200
+"""Most characters of a progress note (the store's limit too)."""
+
+Report = Callable[[float, "str | None"], None]
+"""Writes a running task's progress where the worker keeps it."""
 
 
 class ControlFlow(Exception):
@@ -49,14 +57,22 @@ class Cancel(ControlFlow):
 
 
 @dataclass(frozen=True, slots=True)
+class Link:
+    """What ties a running execution to its worker: ``stop``, set when the
+    worker lets the execution go; ``report``, which writes its progress."""
+
+    stop: threading.Event = field(default_factory=threading.Event)
+    report: Report | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Current:
     """The running task, as the worker reserved it."""
 
     task: Task
     lease: Lease
-    stop: threading.Event | None = None
-    """Set by the worker when this execution must stop (what :attr:`cancelled`
-    reads); ``None`` where nothing can tell it (a pool child, which is killed)."""
+    link: Link = field(default_factory=Link)
+    """What :attr:`cancelled` reads and :meth:`progress` writes through (the worker's)."""
 
     @property
     def cancelled(self) -> bool:
@@ -67,7 +83,21 @@ class Current:
         let the task go). Cheap enough to check in a tight loop: no store read.
         The async pools cancel the coroutine as well; the process pool kills
         its child, so there it is never seen true."""
-        return self.stop is not None and self.stop.is_set()
+        return self.link.stop.is_set()
+
+    def progress(self, fraction: float, note: str | None = None) -> None:
+        """Record how far this attempt got: ``fraction`` from 0 to 1 and a short
+        ``note`` ("step 2 of 5"), shown by ``handle.refresh()``, ``tenure show``,
+        the API and the dashboard. Each call is one write to the store, fenced
+        by the lease (once the lease is gone it is dropped: see
+        :attr:`cancelled`): call it per step, not per item. A store that cannot
+        be reached is logged, not raised: progress is no reason to fail a task.
+        In an ``async def`` task the write holds the event loop for its round
+        trip. Bad values raise :class:`~tenure.errors.InvalidInput`."""
+        fraction = number(fraction, "progress", 0.0, 1.0)
+        note = optional_text(note, "note", max_length=MAX_PROGRESS_NOTE)
+        if self.link.report is not None:
+            self.link.report(fraction, note)
 
     @property
     def attempt(self) -> int:

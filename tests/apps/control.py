@@ -78,3 +78,24 @@ async def async_watches_flag(folder: str) -> str:
         pass
     _mark(folder, "stopped")
     return "stopped"
+
+
+@app.task(topic="control")
+def reports(folder: str) -> str:
+    """Reports progress, then waits for the test to have seen it (its ``seen`` mark)."""
+    tenure.current().progress(0.4, "step 2 of 5")
+    _mark(folder, "reported")
+    while not (Path(folder) / "seen").exists():
+        time.sleep(0.01)
+    tenure.current().progress(1.0)
+    return "reported"
+
+
+@app.task(topic="control")
+async def async_reports(folder: str) -> str:
+    tenure.current().progress(0.4, "step 2 of 5")
+    _mark(folder, "reported")
+    while not (Path(folder) / "seen").exists():
+        await asyncio.sleep(0.01)
+    tenure.current().progress(1.0)
+    return "reported"

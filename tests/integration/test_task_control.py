@@ -112,3 +112,22 @@ def test_the_flag_is_set_when_a_task_runs_past_its_timeout(
     assert 0.4 < _stamp(tmp_path, "stopped") - started < 2.0
     failed = wait_until(store, task.id, finished)
     assert failed.error is not None and failed.error.type == "TimeoutError"
+
+
+# -- progress ---------------------------------------------------------------------
+
+
+def test_progress_is_stored_while_the_task_runs(
+    store: Store, worker: WorkerProcess, tmp_path: Path
+) -> None:
+    for number, function in enumerate((control.reports, control.async_reports)):
+        folder = tmp_path / str(number)
+        folder.mkdir()
+        task = enqueue(store, function, str(folder))
+        _stamp(folder, "reported")
+        running = store.task_get(task.id)
+        assert running is not None and running.status is Status.RUNNING
+        assert (running.progress, running.progress_note) == (0.4, "step 2 of 5")
+        (folder / "seen").touch()
+        done = wait_until(store, task.id, finished)
+        assert (done.status, done.progress, done.progress_note) == (Status.DONE, 1.0, None)

@@ -147,6 +147,11 @@ class Backend(ABC):
     def _task_release(self, lease: Lease, now: datetime | None) -> Answer: ...
 
     @abstractmethod
+    def _task_progress(
+        self, lease: Lease, progress: float, note: str | None, now: datetime | None
+    ) -> Answer: ...
+
+    @abstractmethod
     def _task_cancel_held(self, lease: Lease, error: str, now: datetime | None) -> Answer: ...
 
     @abstractmethod

@@ -26,7 +26,7 @@ from functools import partial
 from typing import Any
 
 from tenure import serializer
-from tenure.errors import ConfigError, DuplicateTask, InvalidInput
+from tenure.errors import ConfigError, DuplicateTask, InvalidInput, TenureError
 from tenure.store import cursor as cursors
 from tenure.store import validate
 from tenure.store.backend import Positioned
@@ -45,6 +45,7 @@ from tenure.store.types import (
     ReserveParams,
     StateOutcome,
     TaskFilter,
+    TaskState,
     UniqueLock,
     WorkerInfo,
 )
@@ -303,6 +304,25 @@ class Store(EventLog, Operating):
         seconds = validate.seconds(seconds, "seconds", allow_zero=True)
         validate.leases([lease], now)
         return raise_if_refused(self._task_snooze(lease, seconds, now))
+
+    def task_progress(
+        self,
+        lease: Lease,
+        progress: float,
+        note: str | None = None,
+        *,
+        now: datetime | None = None,
+    ) -> TaskState:
+        """Record how far a held, running task got: ``progress`` from 0 to 1 and
+        an optional ``note`` ("step 2 of 5"). Fenced like every holder write:
+        refused once the lease is gone. Not a transition: no event is written."""
+        validate.leases([lease], now)
+        progress = validate.number(progress, "progress", 0.0, 1.0)
+        note = validate.optional_text(note, "note", max_length=validate.MAX_PROGRESS_NOTE)
+        answer = self._task_progress(lease, progress, note, now)
+        if isinstance(answer, TenureError):
+            raise answer
+        return answer if isinstance(answer, TaskState) else TaskState.of(answer)
 
     def task_cancel_held(
         self, lease: Lease, error: TaskError, *, now: datetime | None = None

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import threading
 import traceback
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tenure import serializer
-from tenure.control import Cancel, Current, Retry, Snooze, set_current
+from tenure.control import Cancel, Current, Link, Retry, Snooze, set_current
 from tenure.errors import InvalidInput
 from tenure.frozen import quick_init
 from tenure.hooks import executing
@@ -95,19 +94,19 @@ def run_in_thread(
     loop: ThreadLoop,
     *,
     cancellation: Cancellation | None = None,
-    stop: threading.Event | None = None,
+    link: Link | None = None,
 ) -> Ending | None:
     """Run a task's function in this thread: a sync function directly, an
     ``async def`` function on ``loop``, this thread's event loop. ``None`` means
     ``cancellation`` cancelled the coroutine (its execution was abandoned).
-    ``stop`` is what ``tenure.current().cancelled`` reads."""
+    ``link`` is what ``tenure.current()`` stops by and reports through."""
     function = resolve(registry, task)
     if isinstance(function, Raised):
         return function
     if not function.is_async:
-        return call_sync(registry, function, task, lease, stop)
+        return call_sync(registry, function, task, lease, link)
     try:
-        return loop.run(run_async(registry, task, lease, stop), cancellation)
+        return loop.run(run_async(registry, task, lease, link), cancellation)
     except asyncio.CancelledError as exc:
         if cancellation is not None and cancellation.requested:
             return None
@@ -129,11 +128,11 @@ def call_sync(
     function: TaskFunction[Any, Any],
     task: Task,
     lease: Lease,
-    stop: threading.Event | None = None,
+    link: Link | None = None,
 ) -> Ending:
     """Call ``function`` for ``task`` in this thread, inside the middleware."""
     args, kwargs = split_data(task)
-    set_current(Current(task, lease, stop))
+    set_current(Current(task, lease, link or Link()))
     try:
         result: Any = None  # stays None if a middleware swallows the exception
         with executing(registry.middleware, task):
@@ -146,16 +145,17 @@ def call_sync(
 
 
 async def run_async(
-    registry: Registry, task: Task, lease: Lease, stop: threading.Event | None = None
+    registry: Registry, task: Task, lease: Lease, link: Link | None = None
 ) -> Ending:
     """Run a task's function in the running event loop (sync functions in a thread)."""
     function = resolve(registry, task)
     if isinstance(function, Raised):
         return function
     if not function.is_async:
-        return await asyncio.to_thread(call_sync, registry, function, task, lease, stop)
+        return await asyncio.to_thread(call_sync, registry, function, task, lease, link)
     args, kwargs = split_data(task)
-    set_current(Current(task, lease, stop))  # the coroutine runs in its own copied context
+    # The coroutine runs in its own copied context.
+    set_current(Current(task, lease, link or Link()))
     result: Any = None  # stays None if a middleware swallows the exception
     try:
         with executing(registry.middleware, task):

@@ -46,6 +46,7 @@ from tenure.worker.heartbeat import Heartbeat, this_host
 from tenure.worker.held import Held, Holdings
 from tenure.worker.keepalive import Keepalive
 from tenure.worker.prefetch import Prefetch
+from tenure.worker.progress import ProgressWriter
 from tenure.worker.runner import Ending
 from tenure.worker.telling import Teller, fields
 
@@ -186,7 +187,7 @@ class Worker:
         limit = min(self.registry.max_payload_bytes, store.max_payload_bytes)
         self.registry.max_payload_bytes = limit
         teller = self._teller = Teller(store, self.registry.hooks)
-        executor = make_executor(self.pool, self.registry, self.concurrency)
+        executor = make_executor(self.pool, self.registry, self.concurrency, ProgressWriter(store))
         completer = Completer(
             store, self.holdings, self.registry.backoff_of, give_up=self._hurry, teller=teller
         )
