@@ -195,3 +195,19 @@ def test_app_tasks_admin(app: tenure.App) -> None:
     ]
     app.tasks.retry(second.id)
     assert {t.id for t in app.tasks.iter()} == {first.id, second.id}
+
+
+def test_progress_reaches_the_handle_and_bad_values_are_refused(app: tenure.App) -> None:
+    from tenure.testing import run_until_empty
+
+    @app.task(name="reports")
+    def reports(fraction: float) -> None:
+        tenure.current().progress(fraction, "step 2 of 5")
+
+    good, bad = reports.enqueue(0.4), reports.enqueue(1.5)
+    run_until_empty(app)
+    task = good.refresh()
+    assert (task.status, task.progress, task.progress_note) == (Status.DONE, 0.4, "step 2 of 5")
+    refused = bad.refresh()
+    assert refused.status is Status.FAILED and refused.error is not None
+    assert refused.error.type == "InvalidInput" and refused.progress is None
