@@ -39,6 +39,7 @@ GAP = 0.2
 """Seconds between two reads of the event log at least: a busy log is read in
 batches, and a cancel still reaches its task well within a second."""
 PAGE = 1000
+CLOSE_WAIT = 1.0
 
 
 class CancelWatch:
@@ -60,9 +61,11 @@ class CancelWatch:
         self._thread.start()
 
     def close(self) -> None:
+        """Stop the thread; wait for a read under way at most ``CLOSE_WAIT`` (a
+        hung one is left to its daemon thread, as the keepalive's is)."""
         self._stop.set()
         self._wake.set()
-        self._thread.join(5)
+        self._thread.join(CLOSE_WAIT)
 
     def _loop(self) -> None:
         try:
