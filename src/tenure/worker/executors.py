@@ -42,6 +42,8 @@ from tenure.worker.runner import (
 
 READY = "ready"
 """What a pool child sends once it has imported the App."""
+RECORDED = "recorded"
+"""What the parent answers each of a child's ``Progressed`` with, once written."""
 
 START_LIMIT = 120.0
 """Seconds a pool child may take to import the App before it is taken for hung."""
@@ -411,6 +413,7 @@ class _Child:
             while isinstance(message := conn.recv(), Progressed):
                 if progress is not None:
                     progress(lease, message.fraction, message.note)
+                conn.send(RECORDED)  # the child's progress() returns once it is written
             ending: Ending = message
         except (EOFError, OSError, BrokenPipeError):
             return self._lost()
@@ -470,6 +473,7 @@ def child_main(app_path: str, conn: Connection) -> None:
 
     def report(fraction: float, note: str | None) -> None:
         conn.send(Progressed(fraction, note))
+        conn.recv()  # RECORDED: written, as on the other pools, when this returns
 
     try:
         while (message := conn.recv()) is not None:
