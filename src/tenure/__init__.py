@@ -8,7 +8,7 @@ lives in :mod:`tenure.store`.
 from __future__ import annotations
 
 from tenure.app import App
-from tenure.control import Current, Retry, Snooze, current
+from tenure.control import Cancel, Current, Retry, Snooze, current
 from tenure.errors import (
     AlreadyDone,
     AmbiguousId,
@@ -46,6 +46,7 @@ __all__ = [
     "App",
     "Backoff",
     "Call",
+    "Cancel",
     "ConfigError",
     "Current",
     "DuplicateTask",

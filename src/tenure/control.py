@@ -2,17 +2,28 @@
 
 ``raise tenure.Snooze(seconds)`` pauses the task (status snoozed; the supervisor
 wakes it later). ``raise tenure.Retry(in_=seconds)`` asks for another attempt.
-Neither is an error, so neither derives from :class:`~tenure.errors.TenureError`.
-``tenure.current()`` tells running code which task and attempt it is.
+``raise tenure.Cancel(reason)`` ends the task cancelled, with no retry, whatever
+attempts remain. None is an error, so none derives from
+:class:`~tenure.errors.TenureError`.
+``tenure.current()`` tells running code which task and attempt it is, whether it
+should stop (``cancelled``), and records how far it got (``progress``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from tenure.checks import number, optional_text
 from tenure.task import Lease, Task
+
+MAX_PROGRESS_NOTE = 200
+"""Most characters of a progress note (the store's limit too)."""
+
+Report = Callable[[float, "str | None"], None]
+"""Writes a running task's progress where the worker keeps it."""
 
 
 class ControlFlow(Exception):
@@ -36,12 +47,57 @@ class Retry(ControlFlow):
         self.in_ = in_
 
 
+class Cancel(ControlFlow):
+    """End this task ``cancelled`` at once, without a retry; ``reason`` is kept
+    as its error (type ``Cancel``), for ``tenure show`` and the API."""
+
+    def __init__(self, reason: str = "cancelled by the task") -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """What ties a running execution to its worker: ``stop``, set when the
+    worker lets the execution go; ``report``, which writes its progress."""
+
+    stop: threading.Event = field(default_factory=threading.Event)
+    report: Report | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class Current:
     """The running task, as the worker reserved it."""
 
     task: Task
     lease: Lease
+    link: Link = field(default_factory=Link)
+    """What :attr:`cancelled` reads and :meth:`progress` writes through (the worker's)."""
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether this execution should stop now: the task was cancelled, ran past
+        its timeout, or its lease was lost (another worker may run it). A thread
+        cannot be killed, so a long sync task on the thread pool checks this
+        between steps and returns (whatever it returns is ignored: the worker has
+        let the task go). Cheap enough to check in a tight loop: no store read.
+        The async pools cancel the coroutine as well; the process pool kills
+        its child, so there it is never seen true."""
+        return self.link.stop.is_set()
+
+    def progress(self, fraction: float, note: str | None = None) -> None:
+        """Record how far this attempt got: ``fraction`` from 0 to 1 and a short
+        ``note`` ("step 2 of 5"), shown by ``handle.refresh()``, ``tenure show``,
+        the API and the dashboard. Each call is one write to the store, fenced
+        by the lease (once the lease is gone it is dropped: see
+        :attr:`cancelled`): call it per step, not per item. A store that cannot
+        be reached is logged, not raised: progress is no reason to fail a task.
+        In an ``async def`` task the write holds the event loop for its round
+        trip. Bad values raise :class:`~tenure.errors.InvalidInput`."""
+        fraction = number(fraction, "progress", 0.0, 1.0)
+        note = optional_text(note, "note", max_length=MAX_PROGRESS_NOTE)
+        if self.link.report is not None:
+            self.link.report(fraction, note)
 
     @property
     def attempt(self) -> int:

@@ -106,6 +106,10 @@ class TaskConfig:
     (``backoff.priority_step``)."""
     unique: Unique | None = None
     """Makes identical tasks exclusive (:class:`~tenure.Unique`)."""
+    retry_on: tuple[type[BaseException], ...] | None = None
+    """The exceptions worth another attempt (subclasses too); any other fails the
+    task at once, whatever ``retries`` allows. ``None``: every exception. A
+    worker's timeout counts as ``TimeoutError``; ``tenure.Retry`` always retries."""
 
     def __post_init__(self) -> None:
         if isinstance(self.retries, bool) or not isinstance(self.retries, int) or self.retries < 0:
@@ -114,13 +118,23 @@ class TaskConfig:
             check_seconds(self.timeout, "timeout")
         if self.unique is not None and not isinstance(self.unique, Unique):
             raise InvalidInput("unique", "must be a tenure.Unique")
+        if self.retry_on is not None and not (
+            isinstance(self.retry_on, tuple)
+            and all(isinstance(c, type) and issubclass(c, BaseException) for c in self.retry_on)
+        ):
+            raise InvalidInput("retry_on", "must be a tuple of exception classes")
+
+    def retries_on(self, error: type[BaseException]) -> bool:
+        """Whether an attempt that raised ``error`` may be tried again."""
+        return self.retry_on is None or issubclass(error, self.retry_on)
 
 
 class Declaration(TypedDict, total=False):
     """The keyword arguments of :meth:`tenure.App.task`, one for each field of
     :class:`TaskConfig` (whose defaults they take): ``name`` defaults to the
-    function's module and qualified name, ``tags`` may be any set, and no
-    ``backoff`` means the default :class:`~tenure.Backoff`."""
+    function's module and qualified name, ``tags`` may be any set, no
+    ``backoff`` means the default :class:`~tenure.Backoff`, and ``retry_on``
+    may be one exception class."""
 
     name: str | None
     topic: str
@@ -131,6 +145,7 @@ class Declaration(TypedDict, total=False):
     tags: set[str] | frozenset[str]
     backoff: Backoff | None
     unique: Unique | None
+    retry_on: tuple[type[BaseException], ...] | type[BaseException] | None
 
 
 def declare(function: Callable[..., Any], declared: Declaration) -> TaskConfig:
@@ -143,6 +158,9 @@ def declare(function: Callable[..., Any], declared: Declaration) -> TaskConfig:
     values["name"] = declared.get("name") or f"{function.__module__}.{function.__qualname__}"
     values["tags"] = frozenset(declared.get("tags", ()))
     values["backoff"] = declared.get("backoff") or Backoff()
+    retry_on = declared.get("retry_on")
+    if isinstance(retry_on, type):
+        values["retry_on"] = (retry_on,)
     return TaskConfig(**values)
 
 

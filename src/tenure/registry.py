@@ -57,5 +57,11 @@ class Registry(dict[str, "TaskFunction[Any, Any]"]):
         function = self.get(name)
         return Backoff() if function is None else function.config.backoff
 
+    def retries_timeout(self, name: str) -> bool:
+        """Whether task ``name`` is retried after running past its timeout (its
+        ``retry_on`` takes a timeout for ``TimeoutError``)."""
+        function = self.get(name)
+        return function is None or function.config.retries_on(TimeoutError)
+
     def __repr__(self) -> str:
         return f"<Registry of {len(self)} tasks>"

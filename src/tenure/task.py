@@ -119,6 +119,11 @@ class Task:
     lease_seconds: float | None = None
     record_ver: int = 1
     unique_key: str | None = None
+    progress: float | None = None
+    """How far the running task said it got, from 0 to 1
+    (``tenure.current().progress``); kept once it ends."""
+    progress_note: str | None = None
+    """What the task said with its last progress ("step 2 of 5")."""
 
     @property
     def finished(self) -> bool:

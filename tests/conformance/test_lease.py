@@ -15,6 +15,7 @@ from tenure import (
     LeaseLost,
     Status,
     Store,
+    TaskError,
     TaskNotFound,
     WrongOwner,
     serializer,
@@ -230,6 +231,58 @@ def test_release_returns_to_pending_at_once_without_spending_an_attempt(store: S
     assert reserve_one(store)[0].id == task.id
 
 
+def test_cancel_held_ends_cancelled_whatever_attempts_remain(store: Store) -> None:
+    store.task_create(new(max_attempts=5))
+    _, lease = reserve_one(store)
+    before = last_event_cursor(store)
+    reason = TaskError("Cancel", "nothing left to do")
+    cancelled = store.task_cancel_held(lease, reason)
+    assert cancelled.status is Status.CANCELLED and cancelled.attempts == 1
+    assert cancelled.error == reason and cancelled.finished_at is not None
+    assert cancelled.lease_owner is None and cancelled.duration is not None
+    assert [e.kind for e in events_since(store, before)] == ["cancelled"]
+    assert store.task_reserve(ReserveParams(owner=OWNER, now=in_(3600))) == []
+    with pytest.raises(InvalidTransition):
+        store.task_cancel_held(lease, reason)  # once cancelled, the lease writes nothing
+
+
+def test_progress_is_stored_on_the_running_task_without_an_event(store: Store) -> None:
+    store.task_create(new(max_attempts=2))
+    task, lease = reserve_one(store)
+    before = last_event_cursor(store)
+    state = store.task_progress(lease, 0.4, "step 2 of 5")
+    assert state == TaskState(task.id, Status.RUNNING, 1, task.record_ver + 1)
+    stored = store.task_get(task.id)
+    assert stored is not None and (stored.progress, stored.progress_note) == (0.4, "step 2 of 5")
+    store.task_progress(lease, 1)  # a note is optional: none replaces the last one
+    stored = store.task_get(task.id)
+    assert stored is not None and (stored.progress, stored.progress_note) == (1.0, None)
+    assert events_since(store, before) == []  # not a transition
+    failed = store.task_fail(lease, ERROR, retry_in=0)
+    assert failed.progress == 1.0  # kept when the attempt ends
+    again, _ = reserve_one(store)
+    assert (again.progress, again.progress_note) == (None, None)  # a new attempt starts afresh
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.5, float("nan"), True, "0.5"])
+def test_progress_outside_zero_to_one_is_refused(store: Store, bad: object) -> None:
+    store.task_create(new())
+    _, lease = reserve_one(store)
+    with pytest.raises(InvalidInput, match="progress"):
+        store.task_progress(lease, bad)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput, match="note"):
+        store.task_progress(lease, 0.5, "x" * 201)
+
+
+def test_progress_after_the_task_ended_is_refused(store: Store) -> None:
+    store.task_create(new())
+    _, lease = reserve_one(store)
+    done = store.task_complete(lease)
+    with pytest.raises(AlreadyDone):
+        store.task_progress(lease, 0.9)
+    assert store.task_get(done.id) == done
+
+
 # -- fencing --------------------------------------------------------------------
 
 
@@ -239,6 +292,8 @@ HOLDER_WRITES = {
     "fail": lambda s, lease: s.task_fail(lease, ERROR),
     "snooze": lambda s, lease: s.task_snooze(lease, 10),
     "release": lambda s, lease: s.task_release(lease),
+    "cancel_held": lambda s, lease: s.task_cancel_held(lease, ERROR),
+    "progress": lambda s, lease: s.task_progress(lease, 0.5, "half"),
 }
 
 

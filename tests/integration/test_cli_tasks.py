@@ -135,6 +135,20 @@ def test_show_takes_a_unique_prefix_and_shows_error_and_history(
     assert "no task's id is or begins with 'nothing' in" in one_line(capsys)
 
 
+def test_show_tells_a_running_tasks_progress(
+    store: Store, store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    running, lease = reach(store, Status.RUNNING)
+    assert lease is not None
+    store.task_progress(lease, 0.4, "step 2 of 5")
+    assert main(["show", running.id, "--url", store_url]) == 0
+    shown = capsys.readouterr().out
+    assert re.search(r"progress\s+0\.4\b", shown) and "step 2 of 5" in shown
+    assert main(["show", running.id, "--url", store_url, "--json"]) == 0
+    data = out_json(capsys)
+    assert (data["progress"], data["progress_note"]) == (0.4, "step 2 of 5")
+
+
 def test_retry_and_cancel_by_ids_and_by_filter(
     store: Store, store_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

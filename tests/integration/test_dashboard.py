@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from tenure import App, Status
+from tenure import App, Lease, Status
 from tenure.http import create_app
+from tenure.store import NewTask, ReserveParams
 from tests.apps.dashboard import SCRIPT, beat, make_app, seed
 
 TOKEN = "dashboard-token-0123456789"
@@ -428,3 +429,13 @@ def test_every_text_a_task_or_worker_carries_is_escaped_on_every_page(
         assert answer.status_code == 200, path
         assert SCRIPT not in answer.text, path
     assert "&lt;script&gt;" in browser.get(f"/tasks/{created.id}").text
+
+
+def test_a_tasks_progress_shows_on_its_page(app: App, browser: TestClient) -> None:
+    task = app.store.task_create(NewTask(topic="progress", name="reports"))
+    [running] = app.store.task_reserve(ReserveParams(owner="w", topics=["progress"]))
+    lease = Lease(running.id, "w", running.lease_token or 0)
+    app.store.task_progress(lease, 0.4, "step <2> of 5")
+    page = browser.get(f"/tasks/{task.id}").text
+    assert 'width="40.00"' in page and "40%" in page
+    assert "step &lt;2&gt; of 5" in page  # the note is the task's text: escaped

@@ -182,6 +182,16 @@ def test_get_a_task_by_id_or_unique_prefix(client: TestClient) -> None:
     assert client.get("/api/tasks/twin-2").json()["id"] == "twin-2"
 
 
+def test_a_task_answers_with_its_progress(client: TestClient, app: App) -> None:
+    task, lease = reach(app.store, Status.RUNNING)
+    assert lease is not None
+    app.store.task_progress(lease, 0.4, "step 2 of 5")
+    shown = client.get(f"/api/tasks/{task.id}").json()
+    assert (shown["progress"], shown["progress_note"]) == (0.4, "step 2 of 5")
+    schema = client.get("/api/openapi.json").json()["components"]["schemas"]["Task"]
+    assert {"progress", "progress_note"} <= schema["properties"].keys()
+
+
 def test_list_filters_orders_and_pages(client: TestClient) -> None:
     ids = [enqueue(client, options={"group": "g1" if i % 2 else "g2"})["id"] for i in range(5)]
     mail = enqueue(client, "send-email", args=["ada@example.com"])

@@ -111,6 +111,19 @@ def test_declaring_twice_or_badly_is_a_clear_error(app: tenure.App) -> None:
         app.task(topik="x")(lambda: None)  # type: ignore[call-overload]
 
 
+def test_retry_on_takes_one_class_or_a_tuple_and_refuses_anything_else(
+    app: tenure.App,
+) -> None:
+    one = app.task(name="one", retry_on=ConnectionError)(lambda: None)
+    assert one.config.retry_on == (ConnectionError,)
+    assert one.config.retries_on(ConnectionResetError)  # a subclass
+    assert not one.config.retries_on(ValueError)
+    assert tenure.function.TaskConfig(name="any").retries_on(ValueError)  # None: every one
+    for bad in ([ConnectionError], (ConnectionError, "ValueError"), (int,)):
+        with pytest.raises(InvalidInput, match="retry_on"):
+            app.task(name="bad", retry_on=bad)(lambda: None)  # type: ignore[call-overload]
+
+
 def test_the_declarations_keywords_are_the_task_configs_fields(app: tenure.App) -> None:
     """One declaration of what @app.task takes: a field added to TaskConfig is
     a keyword of app.task, and the defaults are TaskConfig's own."""
@@ -183,3 +196,19 @@ def test_app_tasks_admin(app: tenure.App) -> None:
     ]
     app.tasks.retry(second.id)
     assert {t.id for t in app.tasks.iter()} == {first.id, second.id}
+
+
+def test_progress_reaches_the_handle_and_bad_values_are_refused(app: tenure.App) -> None:
+    from tenure.testing import run_until_empty
+
+    @app.task(name="reports")
+    def reports(fraction: float) -> None:
+        tenure.current().progress(fraction, "step 2 of 5")
+
+    good, bad = reports.enqueue(0.4), reports.enqueue(1.5)
+    run_until_empty(app)
+    task = good.refresh()
+    assert (task.status, task.progress, task.progress_note) == (Status.DONE, 0.4, "step 2 of 5")
+    refused = bad.refresh()
+    assert refused.status is Status.FAILED and refused.error is not None
+    assert refused.error.type == "InvalidInput" and refused.progress is None

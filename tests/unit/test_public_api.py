@@ -17,6 +17,7 @@ def test_exported_names_are_pinned() -> None:
             "App",
             "Backoff",
             "Call",
+            "Cancel",
             "ConfigError",
             "Current",
             "DuplicateTask",
@@ -80,6 +81,7 @@ def test_the_store_boundary_types_are_in_tenure_store() -> None:
 def test_control_flow_signals_are_not_errors() -> None:
     assert not issubclass(tenure.Snooze, tenure.TenureError)
     assert not issubclass(tenure.Retry, tenure.TenureError)
+    assert not issubclass(tenure.Cancel, tenure.TenureError)
 
 
 def test_every_error_derives_from_tenure_error() -> None:
@@ -89,7 +91,7 @@ def test_every_error_derives_from_tenure_error() -> None:
         if isinstance(getattr(tenure, name), type) and issubclass(getattr(tenure, name), Exception)
     ]
     assert len(errors) >= 12
-    control = (tenure.Snooze, tenure.Retry)
+    control = (tenure.Snooze, tenure.Retry, tenure.Cancel)
     assert all(issubclass(error, TenureError) for error in errors if error not in control)
     for lease_error in (tenure.WrongOwner, tenure.LeaseExpired, tenure.LeaseLost):
         assert issubclass(lease_error, LeaseError)

@@ -147,6 +147,14 @@ class Backend(ABC):
     def _task_release(self, lease: Lease, now: datetime | None) -> Answer: ...
 
     @abstractmethod
+    def _task_progress(
+        self, lease: Lease, progress: float, note: str | None, now: datetime | None
+    ) -> Answer: ...
+
+    @abstractmethod
+    def _task_cancel_held(self, lease: Lease, error: str, now: datetime | None) -> Answer: ...
+
+    @abstractmethod
     def _task_revoke(self, task_id: str, record_ver: int, now: datetime | None) -> Task | None: ...
 
     @abstractmethod

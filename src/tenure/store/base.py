@@ -15,6 +15,7 @@ its network or was presumed dead changes nothing when it comes back.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -25,7 +26,7 @@ from functools import partial
 from typing import Any
 
 from tenure import serializer
-from tenure.errors import ConfigError, DuplicateTask, InvalidInput
+from tenure.errors import ConfigError, DuplicateTask, InvalidInput, TenureError
 from tenure.store import cursor as cursors
 from tenure.store import validate
 from tenure.store.backend import Positioned
@@ -44,6 +45,7 @@ from tenure.store.types import (
     ReserveParams,
     StateOutcome,
     TaskFilter,
+    TaskState,
     UniqueLock,
     WorkerInfo,
 )
@@ -302,6 +304,35 @@ class Store(EventLog, Operating):
         seconds = validate.seconds(seconds, "seconds", allow_zero=True)
         validate.leases([lease], now)
         return raise_if_refused(self._task_snooze(lease, seconds, now))
+
+    def task_progress(
+        self,
+        lease: Lease,
+        progress: float,
+        note: str | None = None,
+        *,
+        now: datetime | None = None,
+    ) -> TaskState:
+        """Record how far a held, running task got: ``progress`` from 0 to 1 and
+        an optional ``note`` ("step 2 of 5"). Fenced like every holder write:
+        refused once the lease is gone. Not a transition: no event is written."""
+        validate.leases([lease], now)
+        progress = validate.number(progress, "progress", 0.0, 1.0)
+        note = validate.optional_text(note, "note", max_length=validate.MAX_PROGRESS_NOTE)
+        answer = self._task_progress(lease, progress, note, now)
+        if isinstance(answer, TenureError):
+            raise answer
+        return answer if isinstance(answer, TaskState) else TaskState.of(answer)
+
+    def task_cancel_held(
+        self, lease: Lease, error: TaskError, *, now: datetime | None = None
+    ) -> Task:
+        """End a held task cancelled, whatever attempts remain, with ``error``
+        saying why (``raise tenure.Cancel(reason)`` in the task). Fenced like
+        every holder write: refused once the lease is gone."""
+        validate.leases([lease], now)
+        encoded = json.dumps(validate.task_error(error).to_json())
+        return raise_if_refused(self._task_cancel_held(lease, encoded, now))
 
     def task_release(self, lease: Lease, *, now: datetime | None = None) -> Task:
         """Give a held task back to pending at once, not counting the attempt

@@ -39,6 +39,7 @@ __all__ = [
     "MAX_DESCRIPTION_LENGTH",
     "MAX_ERROR_TEXT",
     "MAX_NAME_LENGTH",
+    "MAX_PROGRESS_NOTE",
     "MAX_RESERVE_LIMIT",
     "MAX_SECONDS",
     "integer",
@@ -64,6 +65,8 @@ __all__ = [
 ]
 
 MAX_DESCRIPTION_LENGTH = 2000
+MAX_PROGRESS_NOTE = 200
+"""Most characters of a progress note: a line a person reads, not a log."""
 MAX_RESERVE_LIMIT = 10_000
 MAX_ERROR_TEXT = 64 * 1024
 MAX_SCAN = 10_000_000

@@ -20,8 +20,10 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import partial
 from typing import TYPE_CHECKING
 
+from tenure.control import Link
 from tenure.errors import InvalidInput, StoreUnavailable, TenureError
 from tenure.function import ENQUEUE_CLOCK
 from tenure.store import Completion, ReserveParams, Store, TaskFilter
@@ -30,7 +32,7 @@ from tenure.task import Lease, Status, Task
 from tenure.worker.completer import failure_of
 from tenure.worker.held import Held
 from tenure.worker.loops import ThreadLoop
-from tenure.worker.runner import Ending, Raised, Succeeded, run_in_thread
+from tenure.worker.runner import Cancelled, Ending, Raised, Succeeded, run_in_thread
 from tenure.worker.telling import Teller
 
 if TYPE_CHECKING:
@@ -211,7 +213,8 @@ class _Drain:
         held = Held(task, lease, running=True)
         try:
             self.teller.started(held)
-            ending = run_in_thread(self.registry, task, lease, self.loop)
+            report = partial(self._progress, lease)
+            ending = run_in_thread(self.registry, task, lease, self.loop, link=Link(report=report))
             assert ending is not None  # only a cancellation, which nothing sends here, is None
             if isinstance(ending, Raised) and ending.error.type == "KeyboardInterrupt":
                 raise KeyboardInterrupt  # Ctrl-C in the test's own thread: stop the test
@@ -224,6 +227,10 @@ class _Drain:
             return None
         self.teller.ended(held, ending, outcome, delay)
         return outcome
+
+    def _progress(self, lease: Lease, fraction: float, note: str | None) -> None:
+        """What the task reports, written at this drain's clock."""
+        self.store.task_progress(lease, fraction, note, now=self.now())
 
     def _release(self, task: Task) -> None:
         """Hand ``task`` back to the queue, if it is still ours to hand back."""
@@ -242,6 +249,9 @@ class _Drain:
             failure = failure_of(held, ending, self.registry.backoff_of(held.task.name))
             return self.store.task_fail_many([failure], now=now)[0], failure.retry_in
         try:
+            if isinstance(ending, Cancelled):
+                ended = self.store.task_cancel_held(held.lease, ending.error, now=now)
+                return TaskState.of(ended), None
             snoozed = self.store.task_snooze(held.lease, ending.seconds, now=now)
         except StoreUnavailable:
             raise

@@ -13,15 +13,16 @@ import queue
 import threading
 from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 from tenure.errors import StoreUnavailable, TenureError
 from tenure.hooks import Hooks
 from tenure.retry import Backoff
 from tenure.store import Completion, Failure, Store
 from tenure.store.types import StateOutcome, TaskState
-from tenure.task import Status
+from tenure.task import Lease, Status, Task
 from tenure.worker.held import Held, Holdings
-from tenure.worker.runner import Ending, Raised, Succeeded
+from tenure.worker.runner import Cancelled, Ending, Raised, Succeeded
 from tenure.worker.telling import Teller
 
 log = logging.getLogger("tenure.worker")
@@ -105,17 +106,23 @@ class Completer:
                 failure = self._failure(held, ending)
                 failed.append((held, ending, failure.retry_in))
                 failures.append(failure)
+            elif isinstance(ending, Cancelled):
+                write = partial(self._held_write, self.store.task_cancel_held, held, ending.error)
+                self._persist([(held, ending, None)], write)
             else:
-                write = partial(self._snooze, held, ending.seconds)
+                write = partial(self._held_write, self.store.task_snooze, held, ending.seconds)
                 self._persist([(held, ending, ending.seconds)], write)
         if done:
             self._persist(done, partial(self.store.task_complete_many, completions))
         if failed:
             self._persist(failed, partial(self.store.task_fail_many, failures))
 
-    def _snooze(self, held: Held, seconds: float) -> list[StateOutcome]:
+    def _held_write(
+        self, write: Callable[[Lease, Any], Task], held: Held, argument: Any
+    ) -> list[StateOutcome]:
+        """A single holder write (snooze, cancel) as a batch of one outcome."""
         try:
-            return [TaskState.of(self.store.task_snooze(held.lease, seconds))]
+            return [TaskState.of(write(held.lease, argument))]
         except StoreUnavailable:
             raise
         except TenureError as exc:
@@ -191,6 +198,8 @@ class Completer:
             shows = task.status is Status.DONE
         elif isinstance(ending, Raised):
             shows = task.status in (Status.PENDING, Status.FAILED) and task.error == ending.error
+        elif isinstance(ending, Cancelled):
+            shows = task.status is Status.CANCELLED and task.error == ending.error
         else:
             shows = task.status is Status.SNOOZED
         return TaskState.of(task) if shows else outcome

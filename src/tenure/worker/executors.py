@@ -20,9 +20,12 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
+from dataclasses import dataclass
+from functools import partial
 from multiprocessing.connection import Connection
 from typing import Protocol
 
+from tenure.control import Link
 from tenure.errors import ConfigError
 from tenure.loading import load_registry
 from tenure.registry import Registry
@@ -39,6 +42,8 @@ from tenure.worker.runner import (
 
 READY = "ready"
 """What a pool child sends once it has imported the App."""
+RECORDED = "recorded"
+"""What the parent answers each of a child's ``Progressed`` with, once written."""
 
 START_LIMIT = 120.0
 """Seconds a pool child may take to import the App before it is taken for hung."""
@@ -56,6 +61,21 @@ Claim = Callable[[str], bool]
 """Asked just before an execution begins; ``False`` means skip it (the task was
 released or abandoned while it waited)."""
 Job = tuple[Task, Lease, Deliver, Claim]
+Progress = Callable[[Lease, float, "str | None"], None]
+"""Writes a task's progress under its lease (the worker's, to its store)."""
+
+
+def link_of(lease: Lease, progress: Progress | None) -> Link:
+    """A new execution's link: its stop flag, and its progress written under ``lease``."""
+    return Link(report=None if progress is None else partial(progress, lease))
+
+
+@dataclass(frozen=True, slots=True)
+class Progressed:
+    """What a pool child sends its parent for each ``progress()`` of its task."""
+
+    fraction: float
+    note: str | None
 
 
 class Executor(Protocol):
@@ -80,12 +100,20 @@ class ThreadExecutor:
     threads (and their loops) spares each task the cost of starting one.
     """
 
-    def __init__(self, registry: Registry, slots: int, cancel_grace: float = CANCEL_GRACE) -> None:
+    def __init__(
+        self,
+        registry: Registry,
+        slots: int,
+        cancel_grace: float = CANCEL_GRACE,
+        progress: Progress | None = None,
+    ) -> None:
         self.registry = registry
         self._cancel_grace = cancel_grace
+        self._progress = progress
         self._jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._running: dict[str, tuple[threading.Thread, Cancellation | None]] = {}
+        self._links: dict[str, Link] = {}  # what tenure.current().cancelled reads
         self._serving: set[threading.Thread] = set()  # threads that take new jobs
         self._replaced: set[threading.Thread] = set()  # threads to end after their task
         self._cancelling: dict[threading.Thread, Cancellation] = {}
@@ -121,17 +149,23 @@ class ThreadExecutor:
         """Run one job; ``False`` once this thread has been replaced and must end."""
         task, lease, deliver, claim = job
         cancellation = Cancellation() if is_coroutine_task(self.registry, task) else None
+        link = link_of(lease, self._progress)
         with self._lock:
             self._running[task.id] = (me, cancellation)
+            self._links[task.id] = link
         ending: Ending | None = None
         try:
             if claim(task.id):
-                ending = run_in_thread(self.registry, task, lease, loop, cancellation)
+                ending = run_in_thread(
+                    self.registry, task, lease, loop, cancellation=cancellation, link=link
+                )
         except BaseException as exc:  # e.g. SystemExit from a task's background coroutine
             ending = ending_of_exception(exc)
         with self._lock:
             if self._running.get(task.id, (None, None))[0] is me:
                 del self._running[task.id]
+            if self._links.get(task.id) is link:
+                del self._links[task.id]
             self._cancelling.pop(me, None)
             replaced = me in self._replaced
             self._replaced.discard(me)
@@ -145,6 +179,9 @@ class ThreadExecutor:
         its claim fails.)"""
         with self._lock:
             running = self._running.pop(task_id, None)
+            link = self._links.pop(task_id, None)
+            if link is not None:
+                link.stop.set()  # a sync task that checks tenure.current().cancelled stops
             if running is None:
                 return
             thread, cancellation = running
@@ -192,11 +229,12 @@ class ThreadExecutor:
 class AsyncExecutor:
     """One event loop in its own thread; every execution is an asyncio task."""
 
-    def __init__(self, registry: Registry, slots: int) -> None:
+    def __init__(self, registry: Registry, slots: int, progress: Progress | None = None) -> None:
         self.registry = registry
+        self._progress = progress
         self._slots = asyncio.Semaphore(slots)
         self._loop = asyncio.new_event_loop()
-        self._running: dict[str, Future[Ending | None]] = {}
+        self._running: dict[str, tuple[Future[Ending | None], Link]] = {}
         self._lock = threading.Lock()
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="tenure-async", daemon=True
@@ -204,28 +242,33 @@ class AsyncExecutor:
         self._thread.start()
 
     def submit(self, task: Task, lease: Lease, deliver: Deliver, claim: Claim) -> None:
-        future = asyncio.run_coroutine_threadsafe(self._run(task, lease, claim), self._loop)
+        link = link_of(lease, self._progress)
+        future = asyncio.run_coroutine_threadsafe(self._run(task, lease, claim, link), self._loop)
         with self._lock:
-            self._running[task.id] = future
+            self._running[task.id] = (future, link)
 
         def done(finished: Future[Ending | None]) -> None:
             with self._lock:
-                self._running.pop(task.id, None)
+                if self._running.get(task.id, (None, None))[0] is finished:
+                    del self._running[task.id]
             if not finished.cancelled() and (ending := finished.result()) is not None:
                 deliver(task.id, ending)
 
         future.add_done_callback(done)
 
-    async def _run(self, task: Task, lease: Lease, claim: Claim) -> Ending | None:
+    async def _run(self, task: Task, lease: Lease, claim: Claim, link: Link) -> Ending | None:
         async with self._slots:
             if not claim(task.id):
                 return None
-            return await run_async(self.registry, task, lease)
+            return await run_async(self.registry, task, lease, link)
 
     def abandon(self, task_id: str) -> None:
+        """Set the execution's flag, then cancel its coroutine."""
         with self._lock:
-            future = self._running.pop(task_id, None)
-        if future is not None:
+            running = self._running.pop(task_id, None)
+        if running is not None:
+            future, link = running
+            link.stop.set()
             future.cancel()
 
     def close(self) -> None:
@@ -247,9 +290,16 @@ class ProcessExecutor:
     attempt.
     """
 
-    def __init__(self, app_path: str, slots: int, start_limit: float = START_LIMIT) -> None:
+    def __init__(
+        self,
+        app_path: str,
+        slots: int,
+        start_limit: float = START_LIMIT,
+        progress: Progress | None = None,
+    ) -> None:
         ctx = multiprocessing.get_context("spawn")
         self._start_limit = start_limit
+        self._progress = progress
         self._children = [_Child(ctx, app_path) for _ in range(slots)]
         self._free: queue.Queue[_Child] = queue.Queue()
         for child in self._children:
@@ -267,7 +317,7 @@ class ProcessExecutor:
                 return
             with self._lock:
                 self._running[task.id] = child
-            ending = child.run(task, lease)
+            ending = child.run(task, lease, self._progress)
             with self._lock:
                 self._running.pop(task.id, None)
             self._free.put(child)
@@ -347,9 +397,10 @@ class _Child:
             message = f"the child process died importing the App (exit code {code})"
             self._start_failure = TaskError("WorkerCrashed", message)
 
-    def run(self, task: Task, lease: Lease) -> Ending | None:
-        """The ending, or ``None`` if the execution was abandoned (killed).
-        Call :meth:`warm` first."""
+    def run(self, task: Task, lease: Lease, progress: Progress | None = None) -> Ending | None:
+        """The ending, or ``None`` if the execution was abandoned (killed); the
+        task's progress, sent as it runs, is written on the way. Call
+        :meth:`warm` first."""
         if self._start_failure is not None:
             return Raised(self._start_failure)
         conn = self._conn
@@ -359,7 +410,11 @@ class _Child:
             self._killed, self._running = False, task.id
         try:
             conn.send((task, lease))
-            ending: Ending = conn.recv()
+            while isinstance(message := conn.recv(), Progressed):
+                if progress is not None:
+                    progress(lease, message.fraction, message.note)
+                conn.send(RECORDED)  # the child's progress() returns once it is written
+            ending: Ending = message
         except (EOFError, OSError, BrokenPipeError):
             return self._lost()
         finally:
@@ -415,27 +470,35 @@ def child_main(app_path: str, conn: Connection) -> None:
     registry = load_registry(app_path)
     loop = ThreadLoop()  # for async def tasks; abandoning one kills this process
     conn.send(READY)
+
+    def report(fraction: float, note: str | None) -> None:
+        conn.send(Progressed(fraction, note))
+        conn.recv()  # RECORDED: written, as on the other pools, when this returns
+
     try:
         while (message := conn.recv()) is not None:
             task, lease = message
-            ending = run_in_thread(registry, task, lease, loop)
+            ending = run_in_thread(registry, task, lease, loop, link=Link(report=report))
             assert ending is not None  # nothing here cancels: only a kill abandons
             conn.send(ending)
     finally:
         loop.close()
 
 
-def make_executor(pool: str, registry: Registry, concurrency: int) -> Executor:
-    """The executor for ``pool``: threads, async or processes."""
+def make_executor(
+    pool: str, registry: Registry, concurrency: int, progress: Progress | None = None
+) -> Executor:
+    """The executor for ``pool``: threads, async or processes; ``progress``
+    writes what tasks report."""
     if pool == "threads":
-        return ThreadExecutor(registry, concurrency)
+        return ThreadExecutor(registry, concurrency, progress=progress)
     if pool == "async":
-        return AsyncExecutor(registry, concurrency)
+        return AsyncExecutor(registry, concurrency, progress)
     if pool == "processes":
         if registry.import_path is None:
             raise ConfigError(
                 "the process pool needs the App's import path: run `tenure worker --app "
                 "module:app`, or set app.import_path = 'module:app'"
             )
-        return ProcessExecutor(registry.import_path, concurrency)
+        return ProcessExecutor(registry.import_path, concurrency, progress=progress)
     raise ConfigError(f"pool must be threads, async or processes, not {pool!r}")

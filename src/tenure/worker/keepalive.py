@@ -1,10 +1,13 @@
 """Keeps held leases alive and ends executions that must not go on.
 
-Two threads:
+Three threads:
 - keepalive: every ``lease / 3`` seconds, all held leases are extended in one
   round trip. A refused extension (lease lost, expired, task cancelled) means
   someone else may own the task now: the execution is abandoned at once and its
   ending will never be written.
+- the cancel watch (see ``watch``): a running task that the event log shows
+  leaving ``running`` (a cancel, a revocation) has its lease extended at once,
+  alone, so that a cancel reaches its execution within about a second.
 - the fence, ticking often, never waiting on the store:
   - self-fencing: if the store could not be reached long enough for a lease to
     run out by this process's own monotonic clock, the execution is abandoned
@@ -29,6 +32,7 @@ from tenure.task import TaskError
 from tenure.worker.held import Held, Holdings
 from tenure.worker.runner import Ending, Raised
 from tenure.worker.telling import Teller
+from tenure.worker.watch import CancelWatch
 
 log = logging.getLogger("tenure.worker")
 
@@ -45,6 +49,7 @@ class Keepalive:
         finish: Callable[[Held, Ending], None],
         *,
         teller: Teller | None = None,
+        retries_timeout: Callable[[str], bool] = lambda name: True,
     ) -> None:
         self.store = store
         self.holdings = holdings
@@ -53,18 +58,23 @@ class Keepalive:
         self.abandon = abandon
         self.finish = finish
         self.teller = teller or Teller(store, Hooks())
+        self.retries_timeout = retries_timeout
+        """Whether a timed-out task of this name may be retried (its ``retry_on``)."""
         self._stop = threading.Event()
         self._fence = threading.Thread(target=self._fencing, name="tenure-fence", daemon=True)
         self._thread = threading.Thread(target=self._loop, name="tenure-keepalive", daemon=True)
+        self._watch = CancelWatch(store, holdings, self.extend)
 
     def start(self) -> None:
         self._fence.start()
         self._thread.start()
+        self._watch.start()
 
     def close(self) -> None:
         """Stop both threads; wait for a round trip under way at most one
         interval (a hung one is left to its daemon thread)."""
         self._stop.set()
+        self._watch.close()
         self._fence.join()
         self._thread.join(self.interval)
 
@@ -84,7 +94,8 @@ class Keepalive:
                 if self.holdings.end(held):
                     self.abandon(held.task.id)
                     message = f"the task ran longer than its timeout of {held.task.timeout}s"
-                    self.finish(held, Raised(TaskError("TimeoutError", message)))
+                    final = not self.retries_timeout(held.task.name)
+                    self.finish(held, Raised(TaskError("TimeoutError", message), final=final))
             elif now >= held.expires and self.holdings.end(held):
                 log.warning(
                     "task %s: lease ran out before it could be extended (this process was "
@@ -98,7 +109,11 @@ class Keepalive:
         """Extend every held lease in one round trip; abandon what was refused."""
         # Ended ones too: their endings wait to be written, and a lease that
         # lapsed meanwhile would make a finished task run again.
-        held_now = list(self.holdings)
+        self.extend(list(self.holdings))
+
+    def extend(self, held_now: list[Held]) -> None:
+        """Extend these leases in one round trip; abandon the executions of those
+        refused (the keepalive's, and the cancel watch's)."""
         if not held_now:
             return
         sent = time.monotonic()

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tenure import serializer
-from tenure.control import Current, Retry, Snooze, set_current
+from tenure.control import Cancel, Current, Link, Retry, Snooze, set_current
 from tenure.errors import InvalidInput
 from tenure.frozen import quick_init
 from tenure.hooks import executing
@@ -55,7 +55,14 @@ class Snoozed:
     unknown: TaskError | None = None
 
 
-Ending = Succeeded | Raised | Snoozed
+@dataclass(frozen=True, slots=True)
+class Cancelled:
+    """The task raised ``tenure.Cancel``: it ends cancelled, never retried."""
+
+    error: TaskError
+
+
+Ending = Succeeded | Raised | Snoozed | Cancelled
 
 
 def error_of(exc: BaseException) -> TaskError:
@@ -89,18 +96,21 @@ def run_in_thread(
     task: Task,
     lease: Lease,
     loop: ThreadLoop,
+    *,
     cancellation: Cancellation | None = None,
+    link: Link | None = None,
 ) -> Ending | None:
     """Run a task's function in this thread: a sync function directly, an
     ``async def`` function on ``loop``, this thread's event loop. ``None`` means
-    ``cancellation`` cancelled the coroutine (its execution was abandoned)."""
+    ``cancellation`` cancelled the coroutine (its execution was abandoned).
+    ``link`` is what ``tenure.current()`` stops by and reports through."""
     function = resolve(registry, task)
     if isinstance(function, Raised):
         return function
     if not function.is_async:
-        return call_sync(registry, function, task, lease)
+        return call_sync(registry, function, task, lease, link)
     try:
-        return loop.run(run_async(registry, task, lease), cancellation)
+        return loop.run(run_async(registry, task, lease, link), cancellation)
     except asyncio.CancelledError as exc:
         if cancellation is not None and cancellation.requested:
             return None
@@ -118,31 +128,38 @@ def run_sync(registry: Registry, task: Task, lease: Lease) -> Ending:
 
 
 def call_sync(
-    registry: Registry, function: TaskFunction[Any, Any], task: Task, lease: Lease
+    registry: Registry,
+    function: TaskFunction[Any, Any],
+    task: Task,
+    lease: Lease,
+    link: Link | None = None,
 ) -> Ending:
     """Call ``function`` for ``task`` in this thread, inside the middleware."""
     args, kwargs = split_data(task)
-    set_current(Current(task, lease))
+    set_current(Current(task, lease, link or Link()))
     try:
         result: Any = None  # stays None if a middleware swallows the exception
         with executing(registry.middleware, task):
             result = function.fn(*args, **kwargs)
         return _checked(registry, result, awaited=False)
     except BaseException as exc:
-        return ending_of_exception(exc)
+        return ending_of_exception(exc, function.config.retry_on)
     finally:
         set_current(None)
 
 
-async def run_async(registry: Registry, task: Task, lease: Lease) -> Ending:
+async def run_async(
+    registry: Registry, task: Task, lease: Lease, link: Link | None = None
+) -> Ending:
     """Run a task's function in the running event loop (sync functions in a thread)."""
     function = resolve(registry, task)
     if isinstance(function, Raised):
         return function
     if not function.is_async:
-        return await asyncio.to_thread(call_sync, registry, function, task, lease)
+        return await asyncio.to_thread(call_sync, registry, function, task, lease, link)
     args, kwargs = split_data(task)
-    set_current(Current(task, lease))  # the coroutine runs in its own copied context
+    # The coroutine runs in its own copied context.
+    set_current(Current(task, lease, link or Link()))
     result: Any = None  # stays None if a middleware swallows the exception
     try:
         with executing(registry.middleware, task):
@@ -151,15 +168,24 @@ async def run_async(registry: Registry, task: Task, lease: Lease) -> Ending:
     except asyncio.CancelledError:
         raise
     except BaseException as exc:
-        return ending_of_exception(exc)
+        return ending_of_exception(exc, function.config.retry_on)
 
 
-def ending_of_exception(exc: BaseException) -> Ending:
+def ending_of_exception(
+    exc: BaseException, retry_on: tuple[type[BaseException], ...] | None = None
+) -> Ending:
+    """How an exception out of a task ends its attempt. ``retry_on`` (the task's
+    declaration) names the exceptions worth another attempt: any other fails the
+    task at once (``None``: every exception may be retried). ``Retry`` is asked
+    for explicitly, so it retries whatever ``retry_on`` says."""
     if isinstance(exc, Snooze):
         return Snoozed(exc.seconds)
     if isinstance(exc, Retry):
         return Raised(error_of(exc), retry_in=exc.in_)
-    return Raised(error_of(exc))
+    if isinstance(exc, Cancel):
+        return Cancelled(TaskError("Cancel", exc.reason))
+    final = retry_on is not None and not isinstance(exc, retry_on)
+    return Raised(error_of(exc), final=final)
 
 
 def _checked(registry: Registry, result: Any, *, awaited: bool) -> Ending:

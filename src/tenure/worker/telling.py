@@ -25,7 +25,7 @@ from tenure.store import Store
 from tenure.store.types import TaskState
 from tenure.task import Status, Task
 from tenure.worker.held import Held
-from tenure.worker.runner import Ending, Raised, Snoozed, Succeeded
+from tenure.worker.runner import Cancelled, Ending, Raised, Snoozed, Succeeded
 
 log = logging.getLogger("tenure.worker")
 
@@ -141,6 +141,9 @@ class Teller:
                 self.tell_unknown(task, ending.seconds, extra)
             else:
                 log.info("%s snoozed for %gs (no attempt spent)", head, ending.seconds, extra=extra)
+        elif isinstance(ending, Cancelled):
+            kind, error = "cancelled", ending.error
+            log.info("%s cancelled itself: %s", head, ending.error.message, extra=extra)
         else:
             kind = "failed" if state.status is Status.FAILED else "retrying"
             _failure(head, ending, kind, delay, extra)

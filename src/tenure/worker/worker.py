@@ -5,7 +5,8 @@ Threads, each with one job:
   call and hands tasks to the executor; when idle it waits for a slot to free,
   a store notification, the poll interval, or a stop;
 - the completer writes endings in batches (see ``completer``);
-- the keepalive extends leases and enforces timeouts (see ``keepalive``);
+- the keepalive extends leases and enforces timeouts, and its cancel watch
+  brings a cancel to a running task within about a second (see ``keepalive``);
 - the store's wake-ups (``Store.task_notify``: PostgreSQL's listener, SQLite's
   watch on its change counter) wake the fetch loop as soon as tasks are created;
 - the heartbeat keeps the worker's registry row fresh;
@@ -45,6 +46,7 @@ from tenure.worker.heartbeat import Heartbeat, this_host
 from tenure.worker.held import Held, Holdings
 from tenure.worker.keepalive import Keepalive
 from tenure.worker.prefetch import Prefetch
+from tenure.worker.progress import ProgressWriter
 from tenure.worker.runner import Ending
 from tenure.worker.telling import Teller, fields
 from tenure.worker.unknown import DEFAULT_GRACE, UnknownNames
@@ -191,13 +193,19 @@ class Worker:
         limit = min(self.registry.max_payload_bytes, store.max_payload_bytes)
         self.registry.max_payload_bytes = limit
         teller = self._teller = Teller(store, self.registry.hooks, self.unknown_names.tell)
-        executor = make_executor(self.pool, self.registry, self.concurrency)
+        executor = make_executor(self.pool, self.registry, self.concurrency, ProgressWriter(store))
         completer = Completer(
             store, self.holdings, self.registry.backoff_of, give_up=self._hurry, teller=teller
         )
         completer.on_written = self._wake.set
         keepalive = Keepalive(
-            store, self.holdings, self.lease, executor.abandon, completer.put, teller=teller
+            store,
+            self.holdings,
+            self.lease,
+            executor.abandon,
+            completer.put,
+            teller=teller,
+            retries_timeout=self.registry.retries_timeout,
         )
         heartbeat = Heartbeat(store, self.describe, self.heartbeat_interval)
         teller.start()

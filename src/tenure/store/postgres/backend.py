@@ -333,6 +333,20 @@ class PostgresStore(Listening, PostgresLog, SqlReads, Store):
         scalars = {"seconds": seconds}
         return self._holder_writes("snooze_task", Status.SNOOZED, [lease], now, scalars=scalars)[0]
 
+    def _task_progress(
+        self, lease: Lease, progress: float, note: str | None, now: datetime | None
+    ) -> Answer:
+        scalars = {"progress": progress, "note": note}
+        return self._holder_writes(
+            "progress_task", Status.RUNNING, [lease], now, brief=True, scalars=scalars
+        )[0]
+
+    def _task_cancel_held(self, lease: Lease, error: str, now: datetime | None) -> Answer:
+        scalars = {"error": error}
+        return self._holder_writes(
+            "cancel_held_task", Status.CANCELLED, [lease], now, scalars=scalars
+        )[0]
+
     def _task_release(self, lease: Lease, now: datetime | None) -> Answer:
         return self._holder_writes("release_task", Status.PENDING, [lease], now)[0]
 

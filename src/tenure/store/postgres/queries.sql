@@ -25,7 +25,8 @@
 t.seq, t.id, t.topic, t.sub_topic, t.name, t.status, t.data, t.result, t.error, t.group_id,
 t.description, t.priority, t.attempts, t.max_attempts, t.tags, t.assignee, t.timeout,
 t.run_at, t.created_at, t.updated_at, t.started_at, t.finished_at, t.duration,
-t.lease_owner, t.lease_expires_at, t.lease_token, t.lease_seconds, t.record_ver, t.unique_key
+t.lease_owner, t.lease_expires_at, t.lease_token, t.lease_seconds, t.record_ver, t.unique_key,
+t.progress, t.progress_note
 
 -- What a batch holder write answers with (TaskState): no payloads sent back.
 -- fragment: task_state
@@ -198,6 +199,8 @@ SET status = 'running',
     started_at = COALESCE(%(now)s::timestamptz, now()),
     finished_at = NULL,
     duration = NULL,
+    progress = NULL,
+    progress_note = NULL,
     record_ver = t.record_ver + 1,
     updated_at = COALESCE(%(now)s::timestamptz, now())
 FROM picked
@@ -370,6 +373,39 @@ FROM unnest(%(ids)s::text[], %(tokens)s::bigint[], %(owners)s::text[])
 WHERE t.id = held.id AND t.status = 'running' AND t.lease_token = held.token
   AND t.assignee = held.owner
 RETURNING held.ord, {task_columns};
+
+-- A task that cancels itself (tenure.Cancel): cancelled at once, whatever
+-- attempts remain, with the reason as its error.
+-- name: cancel_held_task
+UPDATE {schema}.tasks AS t
+SET status = 'cancelled',
+    finished_at = COALESCE(%(now)s::timestamptz, now()),
+    error = %(error)s::json,
+    duration = EXTRACT(EPOCH FROM COALESCE(%(now)s::timestamptz, now()) - t.started_at)::float8,
+    lease_owner = NULL,
+    lease_expires_at = NULL,
+    record_ver = t.record_ver + 1,
+    updated_at = COALESCE(%(now)s::timestamptz, now())
+FROM unnest(%(ids)s::text[], %(tokens)s::bigint[], %(owners)s::text[])
+     WITH ORDINALITY AS held(id, token, owner, ord)
+WHERE t.id = held.id AND t.status = 'running' AND t.lease_token = held.token
+  AND t.assignee = held.owner
+RETURNING held.ord, {task_columns};
+
+-- A running task's progress (tenure.current().progress): a holder write like
+-- the others, so a stale lease changes nothing; no event (not a transition).
+-- A new attempt starts without progress (lease_picked clears it).
+-- name: progress_task_brief
+UPDATE {schema}.tasks AS t
+SET progress = %(progress)s::float8,
+    progress_note = %(note)s::text,
+    record_ver = t.record_ver + 1,
+    updated_at = COALESCE(%(now)s::timestamptz, now())
+FROM unnest(%(ids)s::text[], %(tokens)s::bigint[], %(owners)s::text[])
+     WITH ORDINALITY AS held(id, token, owner, ord)
+WHERE t.id = held.id AND t.status = 'running' AND t.lease_token = held.token
+  AND t.assignee = held.owner
+RETURNING held.ord, {task_state};
 
 -- name: release_task
 UPDATE {schema}.tasks AS t

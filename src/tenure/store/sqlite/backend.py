@@ -294,6 +294,16 @@ class SQLiteStore(Watching, SqlReads, Store):
         items = [(lease, {"seconds": seconds})]
         return self._holder_writes("snooze_task", Status.SNOOZED, items, now)[0]
 
+    def _task_progress(
+        self, lease: Lease, progress: float, note: str | None, now: datetime | None
+    ) -> Answer:
+        items = [(lease, {"progress": progress, "note": note})]
+        return self._holder_writes("progress_task", Status.RUNNING, items, now, brief=True)[0]
+
+    def _task_cancel_held(self, lease: Lease, error: str, now: datetime | None) -> Answer:
+        items = [(lease, {"error": error})]
+        return self._holder_writes("cancel_held_task", Status.CANCELLED, items, now)[0]
+
     def _task_release(self, lease: Lease, now: datetime | None) -> Answer:
         return self._holder_writes("release_task", Status.PENDING, [(lease, {})], now)[0]
 

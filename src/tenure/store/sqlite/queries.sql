@@ -113,6 +113,8 @@ SET status = 'running',
     started_at = :now,
     finished_at = NULL,
     duration = NULL,
+    progress = NULL,
+    progress_note = NULL,
     record_ver = record_ver + 1,
     updated_at = :now
 
@@ -241,6 +243,33 @@ SET status = 'snoozed',
     updated_at = :now
 WHERE id = :id AND status = 'running' AND lease_token = :token AND assignee = :owner
 RETURNING *;
+
+-- A task that cancels itself (tenure.Cancel): cancelled at once, whatever
+-- attempts remain, with the reason as its error.
+-- name: cancel_held_task
+UPDATE tenure_tasks
+SET status = 'cancelled',
+    finished_at = :now,
+    error = :error,
+    duration = :now - started_at,
+    lease_owner = NULL,
+    lease_expires_at = NULL,
+    record_ver = record_ver + 1,
+    updated_at = :now
+WHERE id = :id AND status = 'running' AND lease_token = :token AND assignee = :owner
+RETURNING *;
+
+-- A running task's progress (tenure.current().progress): a holder write like
+-- the others, so a stale lease changes nothing; no event (not a transition).
+-- A new attempt starts without progress (lease_picked clears it).
+-- name: progress_task_brief
+UPDATE tenure_tasks
+SET progress = :progress,
+    progress_note = :note,
+    record_ver = record_ver + 1,
+    updated_at = :now
+WHERE id = :id AND status = 'running' AND lease_token = :token AND assignee = :owner
+RETURNING id, status, attempts, record_ver;
 
 -- name: release_task
 UPDATE tenure_tasks

@@ -1,0 +1,37 @@
+"""Writes what running tasks report with ``tenure.current().progress``.
+
+The write is the store's ``task_progress``, fenced by the lease, made in the
+thread that reported (a pool thread, the async pool's loop, or, for the process
+pool, the parent's thread that waits on the child): a task learns nothing from
+it but may go on. Progress is advisory: a refusal (the lease is gone; the task
+sees ``cancelled``) is dropped, and a store that cannot be reached is logged,
+never raised into the task. No event is written for it: a task reporting in
+every step of a loop would flood the log that followers and the dashboard read.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from tenure.errors import InvalidInput, StoreError, TenureError
+from tenure.store import Store
+from tenure.task import Lease
+
+log = logging.getLogger("tenure.worker")
+
+
+class ProgressWriter:
+    """``progress(lease, fraction, note)`` for an executor, to ``store``."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def __call__(self, lease: Lease, fraction: float, note: str | None) -> None:
+        try:
+            self.store.task_progress(lease, fraction, note)
+        except InvalidInput:
+            raise  # checked in the task already: a bug, not a state
+        except StoreError as exc:
+            log.warning("task %s: progress not recorded: %s", lease.task_id, exc)
+        except TenureError as exc:  # the lease is gone: the execution is let go
+            log.debug("task %s: progress dropped: %s", lease.task_id, exc)
