@@ -45,7 +45,7 @@ def test_an_install_in_public_moves_with_its_tasks_pending_running_and_done(
         conn.execute("CREATE TABLE public.orders (id bigint PRIMARY KEY)")  # the app's own
         conn.execute("INSERT INTO public.orders VALUES (1)")
     with PostgresStore(with_query(url, "schema=public")) as pinned:  # a process pinned there
-        assert pinned.migrations_applied == [16]
+        assert pinned.migrations_applied[0] == 16  # and those after it
         running, finished = pinned.task_reserve(ReserveParams(owner="old", limit=2))
         pinned.task_complete(lease_of(finished, "old"), "before the move")
     assert pending_migrations(url) == []  # every version is there: only the move is due
