@@ -145,7 +145,7 @@ def test_enqueue_refuses_what_is_not_json(client: TestClient, app: App) -> None:
     assert post(b'{"name": "add",') == (400, "body")
     assert post(b" ") == (400, "body")
     assert post(b'{"name": "flexible", "args": [NaN]}') == (400, "body")
-    assert post(b'{"name": "flexible", "args": [1e400]}') == (422, "args")
+    assert post(b'{"name": "flexible", "args": [1e400]}') == (422, "args[0]")
     assert post(b'{"name": "flexible", "args": ["\\ud800"]}') == (422, "args")
     assert post(b'{"name": "\xff"}') == (400, "body")
     assert post(b"[" * 100_000 + b"]" * 100_000) == (400, "body")

@@ -101,7 +101,7 @@ def test_a_database_of_version_7_keeps_every_task_lease_and_event(tmp_path: Path
     at_version_7(path)
 
     with open_store(url(path)) as store:
-        assert ledger(path) == list(range(1, PREFIXED + 1))
+        assert ledger(path)[:PREFIXED] == list(range(1, PREFIXED + 1))  # and those after
         assert [n for n in names(path) if not n.startswith("tenure_")] == []
         history = [(e.id, e.task_id, e.to_status) for e in store.event_list()]
         assert history == [
@@ -154,7 +154,7 @@ def test_views_and_triggers_of_an_application_follow_the_renamed_tables(
     with closing(sqlite3.connect(path, isolation_level=None)) as conn:
         conn.execute("CREATE VIEW waiting AS SELECT id FROM tasks WHERE status = 'pending'")
         conn.execute("PRAGMA legacy_alter_table = ON")
-        assert schema.migrate(conn) == [PREFIXED]
+        assert schema.migrate(conn)[0] == PREFIXED  # and those after it
         assert conn.execute("SELECT id FROM waiting ORDER BY id").fetchall() == [
             ("pending-0",), ("pending-1",), ("pending-2",),
         ]  # fmt: skip
