@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 import tenure
-from tenure.worker.worker import Worker, untakeable
+from tenure.worker.serving import untakeable
+from tenure.worker.worker import Worker
 
 
 def test_tasks_a_worker_can_never_take_are_named_with_the_reason() -> None:

@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from types import FrameType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from tenure import checks as check
 from tenure.errors import ConfigError, StoreError, StoreUnavailable, TenureError
@@ -48,11 +48,12 @@ from tenure.worker.keepalive import Keepalive
 from tenure.worker.prefetch import Prefetch
 from tenure.worker.progress import ProgressWriter
 from tenure.worker.runner import Ending
+from tenure.worker.serving import untakeable
 from tenure.worker.telling import Teller, fields
 from tenure.worker.unknown import DEFAULT_GRACE, UnknownNames
 
 if TYPE_CHECKING:
-    from tenure.function import TaskFunction
+    pass
 
 
 class Hosted(Protocol):
@@ -482,25 +483,3 @@ def flush_logs() -> None:
     for handler in logging.getLogger().handlers:
         with contextlib.suppress(OSError, ValueError):  # a closed stream: as logging's own
             handler.flush()
-
-
-def untakeable(
-    functions: Iterable[TaskFunction[Any, Any]], topics: list[str], tags: frozenset[str]
-) -> list[str]:
-    """Why each of ``functions`` can never run on a worker of ``topics`` and
-    ``tags`` (tags are requirements: a task runs only where every one is)."""
-    found = []
-    for function in sorted(functions, key=lambda f: f.name):
-        config = function.config
-        if config.topic not in topics:
-            found.append(
-                f"task {config.name} (topic {config.topic!r}) never runs on this worker, "
-                f"which serves topics {','.join(topics)}: add it to --topics, or run "
-                "another worker for it"
-            )
-        elif missing := sorted(config.tags - tags):
-            found.append(
-                f"task {config.name} requires tags {','.join(missing)} that this worker "
-                f"lacks: it waits for a worker started with --tags {','.join(sorted(config.tags))}"
-            )
-    return found
