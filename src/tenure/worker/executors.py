@@ -20,8 +20,6 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass
-from functools import partial
 from multiprocessing.connection import Connection
 from typing import Protocol
 
@@ -31,6 +29,7 @@ from tenure.loading import load_registry
 from tenure.registry import Registry
 from tenure.task import Lease, Task, TaskError
 from tenure.worker.loops import Cancellation, ThreadLoop
+from tenure.worker.progress import RECORDED, Progress, Progressed, link_of
 from tenure.worker.runner import (
     Ending,
     Raised,
@@ -42,8 +41,6 @@ from tenure.worker.runner import (
 
 READY = "ready"
 """What a pool child sends once it has imported the App."""
-RECORDED = "recorded"
-"""What the parent answers each of a child's ``Progressed`` with, once written."""
 
 START_LIMIT = 120.0
 """Seconds a pool child may take to import the App before it is taken for hung."""
@@ -61,21 +58,6 @@ Claim = Callable[[str], bool]
 """Asked just before an execution begins; ``False`` means skip it (the task was
 released or abandoned while it waited)."""
 Job = tuple[Task, Lease, Deliver, Claim]
-Progress = Callable[[Lease, float, "str | None"], None]
-"""Writes a task's progress under its lease (the worker's, to its store)."""
-
-
-def link_of(lease: Lease, progress: Progress | None) -> Link:
-    """A new execution's link: its stop flag, and its progress written under ``lease``."""
-    return Link(report=None if progress is None else partial(progress, lease))
-
-
-@dataclass(frozen=True, slots=True)
-class Progressed:
-    """What a pool child sends its parent for each ``progress()`` of its task."""
-
-    fraction: float
-    note: str | None
 
 
 class Executor(Protocol):

@@ -12,12 +12,35 @@ every step of a loop would flood the log that followers and the dashboard read.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
 
+from tenure.control import Link
 from tenure.errors import InvalidInput, StoreError, TenureError
 from tenure.store import Store
 from tenure.task import Lease
 
 log = logging.getLogger("tenure.worker")
+
+RECORDED = "recorded"
+"""What the parent answers each of a child's ``Progressed`` with, once written."""
+
+Progress = Callable[[Lease, float, "str | None"], None]
+"""Writes a task's progress under its lease (the worker's, to its store)."""
+
+
+def link_of(lease: Lease, progress: Progress | None) -> Link:
+    """A new execution's link: its stop flag, and its progress written under ``lease``."""
+    return Link(report=None if progress is None else partial(progress, lease))
+
+
+@dataclass(frozen=True, slots=True)
+class Progressed:
+    """What a pool child sends its parent for each ``progress()`` of its task."""
+
+    fraction: float
+    note: str | None
 
 
 class ProgressWriter:
