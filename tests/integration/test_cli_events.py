@@ -72,6 +72,7 @@ def test_events_pages_after_a_cursor_with_filters(
     ],
 )
 def test_events_mistakes_are_one_line(
+    store: Store,
     store_url: str,
     capsys: pytest.CaptureFixture[str],
     argv: list[str],
@@ -111,3 +112,23 @@ def test_report_lists_the_latest_and_shows_one(
     assert shown["task_ids"] == ["a", "b"] and shown["total"] == 7 and shown["query"] == query
     assert main(["report", "nope", "--url", store_url]) == 1
     assert "no report named 'nope'" in one_line(capsys)
+
+
+def test_events_take_a_unique_beginning_of_a_task_id(
+    store: Store, store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    done, _ = reach(store, Status.DONE)
+    store.task_create(NewTask(topic="t", name="n", id="dup-1"))
+    store.task_create(NewTask(topic="t", name="n", id="dup-2"))
+    argv = ["events", "--url", store_url, "--json", "--after", "0.0"]
+    assert main([*argv, "--task", done.id[:-4]]) == 0
+    lines = json_lines(capsys)
+    assert [(e["task_id"], e["kind"]) for e in lines] == [
+        (done.id, "created"),
+        (done.id, "running"),
+        (done.id, "done"),
+    ]
+    assert main([*argv, "--task", "dup-"]) == 2
+    assert "'dup-' begins more than one task's id" in one_line(capsys)
+    assert main([*argv, "--task", "gone-task"]) == 0  # no such task: its id as given
+    assert json_lines(capsys) == []

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -201,7 +202,7 @@ def test_stats_match_the_store(
 
 
 def test_workers_locks_and_periodic_print_json(
-    store_url: str, capsys: pytest.CaptureFixture[str]
+    store: Store, store_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     for command in ("workers", "locks"):
         assert main([command, "--url", store_url, "--json"]) == 0
@@ -213,3 +214,78 @@ def test_workers_locks_and_periodic_print_json(
     assert tick["next_tick"] is not None
     assert main(argv) == 0
     assert "never" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["tasks"],
+        ["show", "0123"],
+        ["events"],
+        ["events", "--follow"],
+        ["stats"],
+        ["workers"],
+        ["locks"],
+        ["report"],
+    ],
+)
+def test_a_command_that_only_reads_never_creates_a_sqlite_store(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TENURE_URL", raising=False)
+    assert main([*argv, "--url", "sqlite:///tenure.db"]) == 1
+    assert one_line(capsys) == (
+        f"error: no tenure store at {tmp_path / 'tenure.db'} (run from your project's folder, "
+        "set TENURE_URL, or `tenure migrate` to create one)"
+    )
+    assert not (tmp_path / "tenure.db").exists()
+    assert main(["migrate", "--url", "sqlite:///tenure.db"]) == 0  # then it is there to read
+    capsys.readouterr()
+    if argv[0] != "show" and "--follow" not in argv:
+        assert main([*argv, "--url", "sqlite:///tenure.db"]) == 0
+
+
+def test_retry_cancel_and_purge_print_what_they_changed_as_json(
+    store: Store, store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    failed = [reach(store, Status.FAILED)[0] for _ in range(2)]
+    pending = store.task_create(NewTask(topic="t", name="n"))
+    assert main(["cancel", pending.id[:-3], "--url", store_url, "--json"]) == 0
+    cancelled = out_json(capsys)
+    assert [(t["id"], t["status"]) for t in cancelled["cancelled"]] == [(pending.id, "cancelled")]
+    assert cancelled["refused"] == []
+    by_filter = ["retry", "--url", store_url, "--status", "failed", "--yes", "--json"]
+    assert main(by_filter) == 0
+    retried = out_json(capsys)
+    assert sorted(t["id"] for t in retried["retried"]) == sorted(t.id for t in failed)
+    assert {t["status"] for t in retried["retried"]} == {"pending"}
+    assert main(by_filter) == 0  # nothing matches any more: still JSON
+    assert out_json(capsys) == {"retried": [], "refused": []}
+    assert main(["retry", pending.id, failed[0].id, "--url", store_url, "--json"]) == 1
+    both = out_json(capsys)
+    assert [t["id"] for t in both["retried"]] == [pending.id]
+    assert [r["id"] for r in both["refused"]] == [failed[0].id]
+    assert "cannot go from pending" in both["refused"][0]["error"]
+    done, _ = reach(store, Status.DONE)
+    purge = ["purge", "--url", store_url, "--status", "done", "--older-than", "0s", "--yes"]
+    assert main([*purge, "--json"]) == 0
+    assert out_json(capsys) == {"deleted": 1, "status": ["done"], "older_than_seconds": 0.0}
+    assert store.task_get(done.id) is None
+
+
+def test_retry_and_cancel_take_a_unique_prefix_and_refuse_an_ambiguous_one(
+    store: Store, store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    failed, _ = reach(store, Status.FAILED)
+    assert main(["retry", failed.id[:-4], "--url", store_url]) == 0
+    assert store.task_get(failed.id).status is Status.PENDING  # type: ignore[union-attr]
+    capsys.readouterr()
+    store.task_create(NewTask(topic="t", name="n", id="dup-1"))
+    store.task_create(NewTask(topic="t", name="n", id="dup-2"))
+    assert main(["cancel", "dup-", "--url", store_url]) == 2
+    assert "'dup-' begins more than one task's id" in one_line(capsys)
+    assert {store.task_get(i).status for i in ("dup-1", "dup-2")} == {Status.PENDING}  # type: ignore[union-attr]

@@ -123,6 +123,8 @@ def test_a_private_memory_store_is_refused_by_commands(
 def test_unknown_task_id_is_a_failure_naming_the_store(
     user_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    assert main(["migrate"]) == 0
+    capsys.readouterr()
     assert main(["show", "nope"]) == 1
     line = one_line(capsys)
     assert "no task's id is or begins with 'nope'" in line and str(user_dir / "tenure.db") in line

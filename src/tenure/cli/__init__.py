@@ -21,6 +21,7 @@ from tenure.admin import TaskAdmin
 from tenure.cli import commands, doctor, running, scheduler, serve, settings, tasks, worker
 from tenure.cli import events as event_commands
 from tenure.cli.output import console, error, task_table
+from tenure.cli.parsing import open_existing
 from tenure.errors import ConfigError, InvalidInput, TenureError
 from tenure.loading import AppImportError
 from tenure.shapes import task_json
@@ -66,7 +67,8 @@ def _dispatch(args: argparse.Namespace) -> int:
     running.refuse_private(resolve_url(args.url))
     if args.run is None:  # these commands open their store (or their App's) themselves
         return int(args.serve(args))
-    with open_store(args.url) as store:
+    opened = open_existing(args.url) if getattr(args, "reads", False) else open_store(args.url)
+    with opened as store:
         return int(args.run(TaskAdmin(store), args))
 
 

@@ -38,7 +38,7 @@ def add(
             parents=[url_too],
             formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         )
-        parser.set_defaults(run=run)
+        parser.set_defaults(run=run, reads=True)  # each only reads: never creates a store
         parser.add_argument("--json", action="store_true", help="print JSON")
         return parser
 

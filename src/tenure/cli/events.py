@@ -20,10 +20,13 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
+from tenure.admin import TaskAdmin
 from tenure.cli.output import STATUS_STYLE, console, error
+from tenure.cli.parsing import open_existing
+from tenure.errors import TaskNotFound
 from tenure.events import Events
 from tenure.shapes import event_json, report_json
-from tenure.store import Store, open_store
+from tenure.store import Store
 from tenure.store.types import EVENT_KINDS, Event
 from tenure.store.url import describe_url, resolve_url
 
@@ -44,7 +47,11 @@ def add(
     events.add_argument("--follow", "-f", action="store_true", help="keep printing new events")
     events.add_argument("--after", metavar="CURSOR", help="start after this event's cursor")
     events.add_argument("--topic", action="append", help="only this topic (repeatable)")
-    events.add_argument("--task", action="append", help="only this task id (repeatable)")
+    events.add_argument(
+        "--task",
+        action="append",
+        help="only this task: its id or a unique beginning of it (repeatable)",
+    )
     events.add_argument("--name", action="append", help="only this task name (repeatable)")
     events.add_argument(
         "--kind", action="append", choices=sorted(EVENT_KINDS), help="only this kind (repeatable)"
@@ -69,7 +76,7 @@ def _events(args: argparse.Namespace) -> int:
     if args.limit < 1:
         error(f"--limit must be at least 1, not {args.limit}")
         return 2
-    with open_store(args.url) as store:
+    with open_existing(args.url) as store:
         try:
             return _show_events(store, args)
         except BrokenPipeError:  # piped into head, say: the reader has had enough
@@ -79,7 +86,8 @@ def _events(args: argparse.Namespace) -> int:
 
 def _show_events(store: Store, args: argparse.Namespace) -> int:
     log = Events(lambda: store)
-    filters = {"topics": args.topic, "task_ids": args.task, "names": args.name, "kinds": args.kind}
+    task_ids = None if args.task is None else [_task_id(store, text) for text in args.task]
+    filters = {"topics": args.topic, "task_ids": task_ids, "names": args.name, "kinds": args.kind}
     if args.after is None:
         shown, cursor = log.tail(args.limit, **filters)
     else:
@@ -93,6 +101,16 @@ def _show_events(store: Store, args: argparse.Namespace) -> int:
     _print_stream(shown, args.json)
     _print_stream(log.follow(cursor, **filters), args.json)
     return 0
+
+
+def _task_id(store: Store, text: str) -> str:
+    """The whole id of the task ``text`` is, or the one it begins (``AmbiguousId``
+    if it begins several); a text no task's id begins with is kept as given: its
+    task may be purged, its events still in the log, or not created yet."""
+    try:
+        return TaskAdmin(store).resolve(text).id
+    except TaskNotFound:
+        return text
 
 
 def _print_listing(events: list[Event], as_json: bool, caption: str, cursor: str | None) -> None:
@@ -146,7 +164,7 @@ def _time(moment: datetime) -> str:
 
 
 def _report(args: argparse.Namespace) -> int:
-    with open_store(args.url) as store:
+    with open_existing(args.url) as store:
         reports = store.report_list() if args.key is None else [store.report_get(args.key)]
     where = describe_url(resolve_url(args.url))
     if reports == [None]:

@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from tenure.store.url import describe_url, resolve_url
+from tenure.errors import TenureError
+from tenure.store import Store, open_store
+from tenure.store.sqlite import is_memory_path
+from tenure.store.url import describe_url, parse_url, resolve_url, sqlite_parts
 
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
@@ -63,3 +67,26 @@ def where(args: argparse.Namespace) -> str:
     """The store a command used, as the user should read it (absolute SQLite path,
     no password): a relative SQLite URL names a different file in each folder."""
     return describe_url(resolve_url(args.url))
+
+
+class NoStore(TenureError):
+    """A command that only reads was pointed at a SQLite file that does not exist."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(
+            f"no tenure store at {path} (run from your project's folder, set TENURE_URL, "
+            "or `tenure migrate` to create one)"
+        )
+        self.path = path
+
+
+def open_existing(url: str | None) -> Store:
+    """The store ``url`` names, for a command that only reads: a SQLite file that
+    does not exist is :class:`NoStore` (opening it would create and migrate it,
+    in whatever folder the command ran), never created."""
+    dialect, parsed = parse_url(resolve_url(url))
+    if dialect == "sqlite":
+        path, _ = sqlite_parts(parsed)
+        if not is_memory_path(path) and not os.path.exists(path):
+            raise NoStore(os.path.abspath(path))
+    return open_store(url)

@@ -23,7 +23,7 @@ from tenure.admin import TaskAdmin
 from tenure.app import load_app
 from tenure.cli.events import event_rows
 from tenure.cli.output import console, error, print_json, task_table
-from tenure.cli.parsing import duration, json_value, moment, where
+from tenure.cli.parsing import duration, json_value, moment, open_existing, where
 from tenure.errors import InvalidInput, InvalidTransition, TaskNotFound
 from tenure.shapes import event_json, task_json
 from tenure.store import NewTask, Store, TaskFilter, open_store
@@ -66,6 +66,7 @@ def add(
         changing.add_argument("task_ids", nargs="*", metavar="ID", help="ids or unique prefixes")
         _filter_options(changing)
         changing.add_argument("--yes", "-y", action="store_true", help="do not ask first")
+        changing.add_argument("--json", action="store_true", help="print the tasks changed as JSON")
         changing.set_defaults(change=name)
     purge = command("purge", "delete finished tasks older than a time", _purge)
     purge.add_argument(
@@ -77,6 +78,7 @@ def add(
     )
     purge.add_argument("--older-than", type=duration, required=True, help="e.g. 7d, 12h, 90m")
     purge.add_argument("--yes", "-y", action="store_true", help="do not ask first")
+    purge.add_argument("--json", action="store_true", help="print how many were deleted as JSON")
 
 
 def _enqueue_options(parser: argparse.ArgumentParser) -> None:
@@ -127,8 +129,9 @@ def _filters(args: argparse.Namespace) -> TaskFilter:
 
 
 @contextmanager
-def _admin(args: argparse.Namespace) -> Iterator[TaskAdmin]:
-    with open_store(args.url) as store:
+def _admin(args: argparse.Namespace, *, reads: bool = False) -> Iterator[TaskAdmin]:
+    """The store's admin; a command that only ``reads`` never creates the store."""
+    with open_existing(args.url) if reads else open_store(args.url) as store:
         yield TaskAdmin(store)
 
 
@@ -179,7 +182,7 @@ def error_console_note(text: str) -> None:
 def _tasks(args: argparse.Namespace) -> int:
     if args.limit < 1:
         raise InvalidInput("--limit", f"must be at least 1, not {args.limit}")
-    with _admin(args) as admin:
+    with _admin(args, reads=True) as admin:
         page = admin.page(
             _filters(args), cursor=args.after, limit=args.limit, newest_first=not args.oldest_first
         )
@@ -195,7 +198,7 @@ def _tasks(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    with _admin(args) as admin:
+    with _admin(args, reads=True) as admin:
         task = _resolve(admin, args.task_id, args)
         history = admin.history(task.id)
     if args.json:
@@ -225,6 +228,10 @@ def _resolve(admin: TaskAdmin, task_id: str, args: argparse.Namespace) -> Task:
 # -- retry, cancel, purge -----------------------------------------------------------------
 
 
+Refusal = tuple[str, str]
+"""A task a change was refused for: its id, and why."""
+
+
 def _change(args: argparse.Namespace) -> int:
     by_filter = any(
         getattr(args, f) is not None
@@ -238,31 +245,51 @@ def _change(args: argparse.Namespace) -> int:
             tasks = [_resolve(admin, task_id, args) for task_id in args.task_ids]
         else:
             tasks = _matching(admin, _filters(args))
-            if not tasks:
+            if not tasks and not args.json:
                 console.print(f"no task matches, in {where(args)}")
                 return 0
-            if not _confirm(f"{args.change} {len(tasks)} tasks in {where(args)}?", args.yes):
+            if tasks and not _confirm(
+                f"{args.change} {len(tasks)} tasks in {where(args)}?", args.yes
+            ):
                 return 1
-        changed, refused = _apply(act, tasks)
+        changed, refused = _apply(act, tasks, quiet=args.json)
+    return _tell_changed(args, changed, refused)
+
+
+def _tell_changed(args: argparse.Namespace, changed: list[Task], refused: list[Refusal]) -> int:
+    """What ``retry`` or ``cancel`` did: a table and a count, or with ``--json``
+    ``{"retried": [task, ...], "refused": [{"id": ..., "error": ...}, ...]}``
+    (``"cancelled"`` for cancel), each task as ``enqueue --json`` prints one."""
+    verb = "retried" if args.change == "retry" else "cancelled"
+    if args.json:
+        print_json(
+            {
+                verb: [task_json(task) for task in changed],
+                "refused": [{"id": task_id, "error": why} for task_id, why in refused],
+            }
+        )
+        return 1 if refused else 0
     if len(changed) <= PROGRESS_ABOVE:
         console.print(task_table(changed))
-    verb = "retried" if args.change == "retry" else "cancelled"
     console.print(f"{verb} {len(changed)} tasks" + (f", {len(refused)} refused" if refused else ""))
-    for line in refused[:10]:
-        error(line)
+    for task_id, why in refused[:10]:
+        error(f"{task_id}: {why}")
     return 1 if refused else 0
 
 
-def _apply(act: Callable[[str], Task], tasks: list[Task]) -> tuple[list[Task], list[str]]:
+def _apply(
+    act: Callable[[str], Task], tasks: list[Task], *, quiet: bool = False
+) -> tuple[list[Task], list[Refusal]]:
     changed: list[Task] = []
-    refused: list[str] = []
-    with Progress(console=console, transient=True, disable=len(tasks) <= PROGRESS_ABOVE) as bar:
+    refused: list[Refusal] = []
+    hidden = quiet or len(tasks) <= PROGRESS_ABOVE
+    with Progress(console=console, transient=True, disable=hidden) as bar:
         step = bar.add_task("working", total=len(tasks))
         for task in tasks:
             try:
                 changed.append(act(task.id))
             except (InvalidTransition, TaskNotFound) as exc:
-                refused.append(f"{task.id}: {exc}")
+                refused.append((task.id, str(exc)))
             bar.advance(step)
     return changed, refused
 
@@ -298,10 +325,13 @@ def _purge(args: argparse.Namespace) -> int:
     if not _confirm(f"delete the {what}, in {where(args)}?", args.yes):
         return 1
     deleted = 0
-    with _admin(args) as admin, Progress(console=console, transient=True) as bar:
+    with _admin(args) as admin, Progress(console=console, transient=True, disable=args.json) as bar:
         step = bar.add_task("deleting", total=None)
         for batch in admin.purge(statuses, args.older_than):
             deleted += batch
             bar.advance(step, batch)
-    console.print(f"deleted {deleted} {what}")
+    if args.json:  # the store deletes in batches by age, not by id: a count
+        print_json({"deleted": deleted, "status": statuses, "older_than_seconds": args.older_than})
+    else:
+        console.print(f"deleted {deleted} {what}")
     return 0
