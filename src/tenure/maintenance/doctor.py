@@ -19,6 +19,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Any
 
 from tenure.errors import TenureError
 from tenure.maintenance.leader import SCHEDULER
@@ -27,6 +28,7 @@ from tenure.maintenance.scheduler import DEFAULT_RETENTION
 from tenure.registry import Registry
 from tenure.store import Store
 from tenure.store.migrate import pending_migrations
+from tenure.store.types import TableKey
 from tenure.task import LockPhase
 
 SILENT_LEASES = 2.0
@@ -89,6 +91,8 @@ class Subject:
     store: Store | None
     registry: Registry | None = None
     retention: float = DEFAULT_RETENTION
+    _read: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """What several checks read, read once (the settings, the tables' keys)."""
 
     def opened(self) -> Store:
         """The store; a check that needs it is skipped without one (the schema
@@ -97,9 +101,19 @@ class Subject:
             raise NotApplicable("the store was not opened: its schema is out of date")
         return self.store
 
+    def table_keys(self) -> list[TableKey]:
+        """tenure's tables, read once for every check that looks at them."""
+        if "table_keys" not in self._read:
+            self._read["table_keys"] = self.opened().table_keys()
+        keys: list[TableKey] = self._read["table_keys"]
+        return keys
+
     def settings(self, dialect_key: str, dialect: str) -> dict[str, str]:
-        """The database's settings; a check of another dialect's is skipped."""
-        settings = self.opened().database_settings()
+        """The database's settings (read once); a check of another dialect's
+        is skipped."""
+        if "settings" not in self._read:
+            self._read["settings"] = self.opened().database_settings()
+        settings: dict[str, str] = self._read["settings"]
         if dialect_key not in settings:
             raise NotApplicable(f"not a {dialect} store")
         return settings
@@ -212,7 +226,7 @@ def check_primary_keys(subject: Subject) -> list[Finding]:
             f"ALTER TABLE {table.schema}.{table.name} REPLICA IDENTITY FULL "
             "(or run `tenure migrate` after an upgrade that gives it a key)",
         )
-        for table in subject.opened().table_keys()
+        for table in subject.table_keys()
         if not table.replicable
     ]
 
@@ -221,7 +235,7 @@ def check_public_schema(subject: Subject) -> list[Finding]:
     """tenure's tables in ``public`` (a store URL with ``schema=public``): the
     generic names (``tasks``, ``events``, ``workers``) collide with the first
     table of an application's named alike."""
-    ours = [table for table in subject.opened().table_keys() if table.schema == "public"]
+    ours = [table for table in subject.table_keys() if table.schema == "public"]
     if not ours:
         return []
     return [
@@ -306,7 +320,7 @@ def check_postgres_autovacuum(subject: Subject) -> list[Finding]:
                 "turn autovacuum on (ALTER SYSTEM SET autovacuum = on; SELECT pg_reload_conf())",
             )
         )
-    tables = [f"{t.schema}.{t.name}" for t in subject.opened().table_keys() if not t.autovacuum]
+    tables = [f"{t.schema}.{t.name}" for t in subject.table_keys() if not t.autovacuum]
     if tables:
         found.append(
             Finding(
