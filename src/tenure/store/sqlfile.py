@@ -3,7 +3,8 @@
 Each query starts with a line ``-- name: <name>``; comment lines before it
 document it. A part that many queries share (the list of a task's columns)
 starts with ``-- fragment: <name>`` instead, and a query takes it in with
-``{name}``: it is spliced in once, as the file is loaded, from the file itself.
+``{name}``: it is spliced in once, as the file is loaded, from the file itself
+(a fragment may take in other fragments too).
 A loader may splice names of its own the same way (the PostgreSQL store's
 ``{schema}``, a validated identifier, since identifiers cannot be parameters).
 SQL is never assembled from strings at run time: values are always bound
@@ -33,17 +34,26 @@ def load_queries(
         if name in found:
             raise ValueError(f"{package}/{filename}: {kind} {name!r} is defined twice")
         found[name] = _strip_trailing_comments(body)
-    for name, fragment in fragments.items():
-        used = False
-        for query, sql in queries.items():
-            if "{" + name + "}" in sql:
-                queries[query] = sql.replace("{" + name + "}", fragment)
-                used = True
-        if not used:
-            raise ValueError(f"{package}/{filename}: fragment {name!r} is never used")
+    used: set[str] = set()
+    for _ in fragments:  # a fragment may take in others, to any depth short of a loop
+        fragments = {name: _splice(sql, fragments, used) for name, sql in fragments.items()}
+    queries = {name: _splice(sql, fragments, used) for name, sql in queries.items()}
+    unused = sorted(set(fragments) - used)
+    if unused:
+        raise ValueError(f"{package}/{filename}: fragment {unused[0]!r} is never used")
     for name, text in (splices or {}).items():
         queries = {query: sql.replace("{" + name + "}", text) for query, sql in queries.items()}
     return queries
+
+
+def _splice(sql: str, fragments: Mapping[str, str], used: set[str]) -> str:
+    """``sql`` with each of ``fragments`` it names taken in; their names
+    added to ``used``."""
+    for name, fragment in fragments.items():
+        if "{" + name + "}" in sql:
+            sql = sql.replace("{" + name + "}", fragment)
+            used.add(name)
+    return sql
 
 
 def _strip_trailing_comments(body: str) -> str:

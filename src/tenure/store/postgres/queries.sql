@@ -276,6 +276,12 @@ RETURNING {task_columns};
 -- lease (task id, token, owner). The batch is "held"; the caller sends each
 -- task id at most once per statement. Each answers with the whole task (a
 -- single write) or, as <name>_brief, with its state (a batch).
+-- fragment: held_by_lease
+FROM unnest(%(ids)s::text[], %(tokens)s::bigint[], %(owners)s::text[])
+     WITH ORDINALITY AS held(id, token, owner, ord)
+WHERE t.id = held.id AND t.status = 'running' AND t.lease_token = held.token
+  AND t.assignee = held.owner
+
 -- fragment: extend_leases_write
 UPDATE {schema}.tasks AS t
 SET lease_expires_at = COALESCE(%(now)s::timestamptz, now())
@@ -283,10 +289,7 @@ SET lease_expires_at = COALESCE(%(now)s::timestamptz, now())
     lease_seconds = %(lease_seconds)s::float8,
     record_ver = t.record_ver + 1,
     updated_at = COALESCE(%(now)s::timestamptz, now())
-FROM unnest(%(ids)s::text[], %(tokens)s::bigint[], %(owners)s::text[])
-     WITH ORDINALITY AS held(id, token, owner, ord)
-WHERE t.id = held.id AND t.status = 'running' AND t.lease_token = held.token
-  AND t.assignee = held.owner
+{held_by_lease}
   AND t.lease_expires_at >= COALESCE(%(now)s::timestamptz, now())
 
 -- name: extend_leases
@@ -368,10 +371,7 @@ SET status = 'snoozed',
     duration = EXTRACT(EPOCH FROM COALESCE(%(now)s::timestamptz, now()) - t.started_at)::float8,
     record_ver = t.record_ver + 1,
     updated_at = COALESCE(%(now)s::timestamptz, now())
-FROM unnest(%(ids)s::text[], %(tokens)s::bigint[], %(owners)s::text[])
-     WITH ORDINALITY AS held(id, token, owner, ord)
-WHERE t.id = held.id AND t.status = 'running' AND t.lease_token = held.token
-  AND t.assignee = held.owner
+{held_by_lease}
 RETURNING held.ord, {task_columns};
 
 -- A task that cancels itself (tenure.Cancel): cancelled at once, whatever
@@ -386,10 +386,7 @@ SET status = 'cancelled',
     lease_expires_at = NULL,
     record_ver = t.record_ver + 1,
     updated_at = COALESCE(%(now)s::timestamptz, now())
-FROM unnest(%(ids)s::text[], %(tokens)s::bigint[], %(owners)s::text[])
-     WITH ORDINALITY AS held(id, token, owner, ord)
-WHERE t.id = held.id AND t.status = 'running' AND t.lease_token = held.token
-  AND t.assignee = held.owner
+{held_by_lease}
 RETURNING held.ord, {task_columns};
 
 -- A running task's progress (tenure.current().progress): a holder write like
@@ -401,10 +398,7 @@ SET progress = %(progress)s::float8,
     progress_note = %(note)s::text,
     record_ver = t.record_ver + 1,
     updated_at = COALESCE(%(now)s::timestamptz, now())
-FROM unnest(%(ids)s::text[], %(tokens)s::bigint[], %(owners)s::text[])
-     WITH ORDINALITY AS held(id, token, owner, ord)
-WHERE t.id = held.id AND t.status = 'running' AND t.lease_token = held.token
-  AND t.assignee = held.owner
+{held_by_lease}
 RETURNING held.ord, {task_state};
 
 -- name: release_task
@@ -416,10 +410,7 @@ SET status = 'pending',
     lease_seconds = NULL,
     record_ver = t.record_ver + 1,
     updated_at = COALESCE(%(now)s::timestamptz, now())
-FROM unnest(%(ids)s::text[], %(tokens)s::bigint[], %(owners)s::text[])
-     WITH ORDINALITY AS held(id, token, owner, ord)
-WHERE t.id = held.id AND t.status = 'running' AND t.lease_token = held.token
-  AND t.assignee = held.owner
+{held_by_lease}
 RETURNING held.ord, {task_columns};
 
 -- Revoke by compare-and-set on record_ver. A running task with no attempt left
