@@ -52,14 +52,13 @@ SQLITE_ONLY = {
 }
 
 POSTGRES_ONLY = {
-    "schema_exists": "PostgreSQL keeps tenure in a schema of its own; SQLite prefixes its "
+    "schema_state": "PostgreSQL keeps tenure in a schema of its own; SQLite prefixes its "
     "names (a file has no schemas to speak of)",
-    "create_schema": "see schema_exists",
-    "migration_search_path": "see schema_exists",
-    "install_in_public": "see schema_exists: the move of an install made before the schema",
-    "applied_in_public": "see install_in_public",
-    "move_from_public": "see install_in_public",
-    "session_search_path": "see schema_exists: Django's migrations go on after tenure's SQL",
+    "create_schema": "see schema_state",
+    "migration_search_path": "see schema_state",
+    "applied_in_public": "see schema_state: the move of an install made before the schema",
+    "move_from_public": "see applied_in_public",
+    "session_search_path": "see schema_state: Django's migrations go on after tenure's SQL",
     "restore_search_path": "see session_search_path",
     "get_tasks": "a PostgreSQL batch is one statement, so its misses are read at once; "
     "SQLite runs a batch item by item and reads each miss with get_task",

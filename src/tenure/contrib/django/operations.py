@@ -180,10 +180,8 @@ def _postgres_prologue(schema_editor: Any) -> Mapping[str, str]:
     exists, in_public = False, False
     if not schema_editor.collect_sql:
         with schema_editor.connection.cursor() as cursor:
-            cursor.execute(queries["schema_exists"])
-            exists = bool(cursor.fetchone()[0])
-            cursor.execute(queries["install_in_public"])
-            in_public = bool(cursor.fetchone()[0])
+            cursor.execute(queries["schema_state"])
+            exists, in_public = (bool(found) for found in cursor.fetchone())
     for statement in schema.prologue(queries, exists, in_public):
         schema_editor.execute(statement, None)
     return queries

@@ -668,11 +668,17 @@ SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 -- name: lock_migrations
 SELECT pg_advisory_xact_lock(hashtext('tenure.migrations'));
 
--- The store's schema: made by the first migration where it is missing, and
--- only there (even with IF NOT EXISTS, CREATE SCHEMA asks for the right to
--- create schemas, which a DBA who made the schema may not have given).
--- name: schema_exists
-SELECT to_regnamespace({schema_name}) IS NOT NULL AS found;
+-- What a migration finds, in one read: whether the store's schema exists (it
+-- is made by the first migration where it is missing, and only there: even
+-- with IF NOT EXISTS, CREATE SCHEMA asks for the right to create schemas,
+-- which a DBA who made the schema may not have given); and whether an install
+-- made before tenure had a schema of its own waits in public (its ledger is
+-- there and the store's schema has none) to be moved.
+-- name: schema_state
+SELECT to_regnamespace({schema_name}) IS NOT NULL AS schema_exists,
+       to_regclass('public.tenure_migrations') IS NOT NULL
+       AND to_regclass(quote_ident({schema_name}) || '.tenure_migrations') IS NULL
+           AS in_public;
 
 -- name: create_schema
 CREATE SCHEMA IF NOT EXISTS {schema};
@@ -690,12 +696,6 @@ SELECT current_setting('search_path') AS path;
 
 -- name: restore_search_path
 SELECT set_config('search_path', %(path)s, true);
-
--- An install made before tenure had a schema of its own: its ledger is in
--- public and the store's schema has none.
--- name: install_in_public
-SELECT to_regclass('public.tenure_migrations') IS NOT NULL
-   AND to_regclass(quote_ident({schema_name}) || '.tenure_migrations') IS NULL AS found;
 
 -- Moves such an install into the store's schema (current_schema(): the
 -- migration's search path), in the migrating transaction. ALTER ... SET SCHEMA

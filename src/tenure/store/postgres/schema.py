@@ -120,9 +120,9 @@ def _apply_missing(conn: psycopg.Connection[Any], schema: str) -> list[int]:
 def _found(conn: psycopg.Connection[Any], q: Mapping[str, str]) -> tuple[bool, bool]:
     """Whether the store's schema exists, and whether an install made before
     tenure had a schema of its own waits in ``public`` to be moved into it."""
-    schema = conn.execute(q["schema_exists"]).fetchone()
-    legacy = conn.execute(q["install_in_public"]).fetchone()
-    return bool(schema and schema[0]), bool(legacy and legacy[0])
+    row = conn.execute(q["schema_state"]).fetchone()
+    assert row is not None  # one row, always
+    return bool(row[0]), bool(row[1])
 
 
 def prologue(q: Mapping[str, str], schema_exists: bool, in_public: bool) -> list[str]:
