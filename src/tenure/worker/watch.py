@@ -17,9 +17,10 @@ stores wake its followers already, and it sees cancels from anywhere (the
 command line, the API, the dashboard, another process's ``app.tasks.cancel``).
 What it costs: each worker reads the events appended while it runs tasks, at
 most one read every ``GAP`` seconds, in pages (a worker with nothing running
-reads nothing; what accumulated meanwhile is read when it runs one again). A
-cursor pruned by retention meanwhile restarts from the tail with every running
-task's lease checked once, so nothing is missed.
+reads nothing, not even at start: the tail is read when it first holds tasks,
+their leases checked once then; what accumulated meanwhile is read when it runs
+one again). A cursor pruned by retention meanwhile restarts from the tail with
+every running task's lease checked once, so nothing is missed.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ class CancelWatch:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="tenure-cancel-watch", daemon=True)
         self._cursor: str | None = None
+        self._started = False
 
     def start(self) -> None:
         self._thread.start()
@@ -70,7 +72,6 @@ class CancelWatch:
     def _loop(self) -> None:
         try:
             subscription = self.store.event_notify(self._wake)
-            self._cursor = self._tail()
         except StoreError as exc:
             log.warning("cancels reach tasks at the next keepalive only: %s", exc)
             return
@@ -95,6 +96,9 @@ class CancelWatch:
         running tasks they took out of ``running``."""
         touched: set[str] = set()
         try:
+            if not self._started:  # the log's tail, read once the worker first holds tasks
+                self._cursor, self._started = self._tail(), True
+                touched = {held.task.id for held in self.holdings}  # what came before it
             while True:
                 page = self.store.event_page(after=self._cursor, limit=PAGE)
                 for event in page.events:
