@@ -27,16 +27,19 @@ from chaos.harness import Harness
 from chaos.journal import read_folder
 from chaos.producers import Workload
 from chaos.scenarios.base import Context, Plan, Scenario, found, tasks
-from chaos.unique import FINAL, declare_unique
+from chaos.unique import FINAL, declare_unique, name_of
 from tenure.errors import TenureError
 
 STARTUP = 90.0
 """Seconds to wait for a worker in the middle of a task: twenty producer
 processes take a while to start on a busy machine."""
+CONTENDED = 1.5
+"""Seconds each of the two contended twins runs (see :func:`_contend`)."""
 
 
 def torture(harness: Harness, context: Context) -> None:
     plan = context.plan
+    _contend(harness)
     harness.produce(plan.workloads)
     for index in range(plan.faults):
         context.interval()
@@ -52,6 +55,20 @@ def torture(harness: Harness, context: Context) -> None:
             harness.resume(pid)
     harness.settle(plan.drain)
     _last_of_each(harness, plan.workloads[0].keys)
+
+
+def _contend(harness: Harness) -> None:
+    """Enqueue two long ``while_executing``/``reschedule`` tasks on one key at
+    once: whichever starts second finds the lock held, so the run settles some
+    starts by a reschedule for certain, not by the luck of the producers' timing
+    (on a loaded machine, short twins seldom overlap)."""
+    app = tenure.App(harness.setup.url)
+    try:
+        twin = declare_unique(app)[name_of("while_executing", "reschedule")]
+        for _ in range(2):
+            twin.enqueue(0, CONTENDED)
+    finally:
+        app.close()
 
 
 def _last_of_each(harness: Harness, keys: int) -> None:
