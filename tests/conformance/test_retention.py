@@ -45,6 +45,20 @@ def test_one_prune_deletes_batch_after_batch_until_nothing_older_is_left(store: 
     assert store.retention_backlog(HOUR).rows == 0
 
 
+def test_each_batch_that_deleted_rows_is_followed_by_the_stores_rest(store: Store) -> None:
+    finished_long_ago(store, 4)
+    rests: list[float] = []
+    pruner = Retention(store, HOUR, batch=2, sleep=rests.append)
+    assert pruner.batch == 2 and Retention(store, HOUR).batch == store.prune_batch
+    pruned = pruner.prune()
+    assert (pruned.tasks, pruned.events) == (4, 8)
+    # Two batches of tasks and four of events deleted rows; the last of each
+    # found none. A store whose writers share one lock rests after each one
+    # that deleted (the batch's own time, times its factor); others never.
+    assert len(rests) == (6 if store.prune_rest else 0)
+    assert all(rest > 0 for rest in rests)
+
+
 def test_a_backlog_left_by_the_budget_is_pruned_again_at_the_next_cycle(store: Store) -> None:
     finished_long_ago(store, 12)
     clock = FakeClock()

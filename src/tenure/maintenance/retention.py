@@ -34,8 +34,6 @@ from tenure.store.types import Backlog
 
 log = logging.getLogger("tenure.scheduler")
 
-BATCH = 5_000
-"""Rows one prune statement deletes at most."""
 BUDGET = 0.5
 """Seconds of pruning in one scheduler cycle, at most (a batch started is
 finished)."""
@@ -59,24 +57,29 @@ class Pruned:
 
 class Retention:
     """Deletes what is older than ``retention`` seconds in ``batch``-row
-    statements, for ``budget`` seconds at most each time it runs (``clock``)."""
+    statements (the store's :attr:`~tenure.store.backend.Backend.prune_batch`
+    by default, resting as its ``prune_rest`` says between two), for ``budget``
+    seconds at most each time it runs (``clock``, ``sleep``)."""
 
     def __init__(
         self,
         store: Store,
         retention: float,
         *,
-        batch: int = BATCH,
+        batch: int | None = None,
         budget: float = BUDGET,
         idle_every: float = IDLE_EVERY,
         clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.store = store
         self.retention = retention
-        self.batch = batch
+        self.batch = batch or store.prune_batch
+        self.rest = store.prune_rest
         self.budget = budget
         self.idle_every = idle_every
         self.clock = clock
+        self.sleep = sleep
         self._next_idle = 0.0
         self._found = False
         self._behind_since: float | None = None
@@ -95,11 +98,11 @@ class Retention:
         tasks_left = events_left = True
         while tasks_left or events_left:
             if tasks_left:
-                deleted = self.store.task_prune(self.retention, limit=self.batch)
+                deleted = self._batch(self.store.task_prune)
                 pruned.tasks += deleted
                 tasks_left = deleted == self.batch
             if events_left:
-                deleted = self.store.event_prune(self.retention, limit=self.batch)
+                deleted = self._batch(self.store.event_prune)
                 pruned.events += deleted
                 events_left = deleted == self.batch
             if self.clock() >= deadline:
@@ -110,6 +113,14 @@ class Retention:
         self._next_idle = self.clock() + self.idle_every
         self._tell(pruned)
         return pruned
+
+    def _batch(self, prune: Callable[..., int]) -> int:
+        """One batch of ``prune``, then the store's rest if it deleted anything."""
+        started = self.clock()
+        deleted = prune(self.retention, limit=self.batch)
+        if deleted and self.rest:
+            self.sleep((self.clock() - started) * self.rest)
+        return deleted
 
     def _tell(self, pruned: Pruned) -> None:
         """Log a lasting backlog (WARNING) and its end (INFO)."""

@@ -74,6 +74,13 @@ class Backend(ABC):
 
     caller_connection: ClassVar[str] = "a connection of the store's own driver"
     """What a create's ``connection`` is, named in the errors that refuse one."""
+    prune_batch: ClassVar[int] = 5_000
+    """Rows one retention statement deletes at most: as many as the store
+    deletes while its other writers wait no longer than they notice."""
+    prune_rest: ClassVar[float] = 0.0
+    """After each retention batch, a rest this many times the batch's own time,
+    so that writers kept waiting by it (on a store with one write lock) take
+    the lock before the next batch does."""
 
     @abstractmethod
     def _task_create_many(

@@ -72,6 +72,12 @@ class SQLiteStore(Watching, SqlReads, Store):
     """Tasks in one SQLite database file (WAL mode)."""
 
     caller_connection = "a sqlite3.Connection"
+    # One write lock for every process: a retention batch is short, and rests
+    # after itself, so a producer or a worker kept waiting in SQLite's busy
+    # handler (whose sleeps grow in steps of 5 to 25 ms) is not kept a step
+    # longer by the next batch.
+    prune_batch = 500
+    prune_rest = 2.0
     rows: ClassVar[Rows] = rows
 
     def __init__(
