@@ -133,6 +133,9 @@ class Backend(ABC):
     # The holder writes answer with whole tasks, or with their states if ``brief``.
 
     @abstractmethod
+    def _leases_lost(self, leases: list[Lease]) -> list[str]: ...
+
+    @abstractmethod
     def _lease_extend_many(
         self, leases: list[Lease], lease_seconds: float, now: datetime | None, brief: bool
     ) -> list[Answer]: ...

@@ -20,7 +20,6 @@ import logging
 import threading
 import time
 from collections.abc import Collection, Sequence
-from dataclasses import replace
 from datetime import datetime
 from functools import partial
 from typing import Any
@@ -33,12 +32,11 @@ from tenure.store.backend import Positioned
 from tenure.store.eventlog import EventLog
 from tenure.store.grouping import GroupCommit
 from tenure.store.operating import Operating
+from tenure.store.presence import Presence
 from tenure.store.refusals import Answer, briefly, raise_if_refused, refuse_shared_locks
 from tenure.store.types import (
     Completion,
     Failure,
-    LeaderLease,
-    LeaderState,
     NewTask,
     Page,
     PreparedTask,
@@ -47,7 +45,6 @@ from tenure.store.types import (
     TaskFilter,
     TaskState,
     UniqueLock,
-    WorkerInfo,
 )
 from tenure.store.waking import Wakeups, notify_from_waits
 from tenure.task import Lease, Status, Task, TaskError
@@ -61,7 +58,7 @@ DEFAULT_MAX_PAYLOAD_BYTES = 1 << 20
 """Largest JSON payload or result accepted, in bytes (1 MiB)."""
 
 
-class Store(EventLog, Operating):
+class Store(EventLog, Operating, Presence):
     """A place where tasks live. Thread-safe; share one per process."""
 
     def __init__(self, *, max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES) -> None:
@@ -223,6 +220,14 @@ class Store(EventLog, Operating):
         """Extend many leases in one round trip; each item answers alone, with the
         task's new state or the refusal."""
         return briefly(self._extend(leases, lease_seconds, now, brief=True))
+
+    def leases_lost(self, leases: Sequence[Lease]) -> list[str]:
+        """The ids, among ``leases``, of the tasks no longer running under their
+        lease: cancelled, revoked or ended since. A read by id alone, so a
+        holder can afford it whenever it hears that some lease was taken
+        (:meth:`lease_notify`); the fenced writes still decide."""
+        checked = validate.leases(leases, None)
+        return self._leases_lost(checked) if checked else []
 
     def _extend(
         self, leases: Sequence[Lease], lease_seconds: float, now: datetime | None, brief: bool
@@ -437,65 +442,6 @@ class Store(EventLog, Operating):
         needs it do nothing.
         """
         return []
-
-    # -- the worker registry ------------------------------------------------------
-
-    def worker_beat(self, info: WorkerInfo, *, now: datetime | None = None) -> WorkerInfo:
-        """Record that a worker is alive (insert or update its row)."""
-        validate.text(info.id, "id")
-        validate.text(info.host, "host")
-        validate.integer(info.pid, "pid", minimum=0)
-        validate.integer(info.concurrency, "concurrency", minimum=1, bounds=validate.INT32)
-        validate.integer(info.held, "held", minimum=0, bounds=validate.INT32)
-        validate.text(info.pool, "pool")
-        validate.moment(now, "now")
-        # Stored as validated: deduplicated and in a stable order.
-        checked = replace(
-            info,
-            topics=validate.tag_set(info.topics, "topics"),
-            tags=validate.tag_set(info.tags, "tags"),
-        )
-        return self._worker_beat(checked, now)
-
-    def worker_remove(self, worker_id: str) -> bool:
-        """Remove a worker's row (a clean exit); False if there was none."""
-        return self._worker_remove(validate.text(worker_id, "worker_id"))
-
-    def worker_list(self) -> list[WorkerInfo]:
-        """Every registered worker, oldest first."""
-        return self._worker_list()
-
-    def worker_prune(self, silent_for: float, *, now: datetime | None = None) -> int:
-        """Remove workers not seen for ``silent_for`` seconds; return how many."""
-        silent_for = validate.seconds(silent_for, "silent_for")
-        validate.moment(now, "now")
-        return self._worker_prune(silent_for, now)
-
-    # -- leadership ----------------------------------------------------------------
-
-    def leader_acquire(self, name: str, owner: str, lease_seconds: float) -> LeaderLease | None:
-        """Become leader of ``name`` if it is vacant; ``None`` if someone holds it."""
-        validate.text(name, "name")
-        validate.text(owner, "owner")
-        return self._leader_acquire(name, owner, validate.seconds(lease_seconds, "lease_seconds"))
-
-    def leader_extend(self, lease: LeaderLease, lease_seconds: float) -> LeaderState:
-        """Keep leadership; ``LeaseLost`` if it was revoked or given up."""
-        validate.leader_lease(lease)
-        return self._leader_extend(lease, validate.seconds(lease_seconds, "lease_seconds"))
-
-    def leader_get(self, name: str) -> LeaderState | None:
-        """The leadership of ``name`` as stored, or ``None`` if never held."""
-        return self._leader_get(validate.text(name, "name"))
-
-    def leader_revoke(self, name: str, record_ver: int) -> bool:
-        """Vacate ``name`` if it is still at ``record_ver`` (compare-and-set)."""
-        validate.text(name, "name")
-        return self._leader_revoke(name, validate.integer(record_ver, "record_ver", minimum=1))
-
-    def leader_resign(self, lease: LeaderLease) -> bool:
-        """Give leadership up; False if it was not held under ``lease``."""
-        return self._leader_resign(validate.leader_lease(lease))
 
     def close(self) -> None:
         """Release connections and files (a store without any need not override)."""

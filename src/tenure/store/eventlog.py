@@ -88,6 +88,15 @@ class EventLog(Backend):
             return Wakeups(lambda: None)
         return notify_from_waits(self.event_wait, wake, "events")
 
+    def lease_notify(self, wake: threading.Event) -> Wakeups:
+        """Set ``wake`` whenever a running task may have been taken from its
+        holder (cancelled, revoked), until the returned subscription is
+        called. Every such taking appends an event, so by default this wakes
+        as :meth:`event_notify` does; a store that can tell these takings
+        apart (PostgreSQL) wakes for them alone. A holder then reads its
+        leases (:meth:`~tenure.store.Store.leases_lost`)."""
+        return self.event_notify(wake)
+
     def event_prune(
         self, older_than: float, *, limit: int = 1000, now: datetime | None = None
     ) -> int:

@@ -5,8 +5,8 @@ Three threads:
   round trip. A refused extension (lease lost, expired, task cancelled) means
   someone else may own the task now: the execution is abandoned at once and its
   ending will never be written.
-- the cancel watch (see ``watch``): a running task that the event log shows
-  leaving ``running`` (a cancel, a revocation) has its lease extended at once,
+- the cancel watch (see ``watch``): a running task the store says was taken
+  from this worker (a cancel, a revocation) has its lease extended at once,
   alone, so that a cancel reaches its execution within about a second.
 - the fence, ticking often, never waiting on the store:
   - self-fencing: if the store could not be reached long enough for a lease to

@@ -1,26 +1,27 @@
 """Tells a worker within about a second that a task it runs was cancelled.
 
 The keepalive learns of a cancel only at its next extension, ``lease / 3``
-later (10 s by default). A cancel (or a revocation) of a running task appends
-an event, a transition out of ``running``, and every store already wakes a
-follower as events are appended (PostgreSQL's listener, SQLite's watch on its
-change counter). So this thread follows the event log from its tail, and an
-event that takes a task this worker runs out of ``running`` has that task's
-lease extended at once, alone: the extension is refused if the lease is gone,
-and the keepalive's refusal path then ends the execution (the cooperative flag
-``tenure.current().cancelled`` is set, a coroutine is cancelled, a child process
-killed). The event is only a hint, the fenced extension decides: an old event of
-a task this worker has reserved again costs one extension and stops nothing.
+later (10 s by default). A cancel or a revocation takes a running task from
+its holder, and the store says so (:meth:`~tenure.store.Store.lease_notify`):
+PostgreSQL's cancel and revoke statements notify ``tenure_leases``, heard on
+the connection that already listens for new tasks; SQLite wakes as its change
+counter moves. On a wake, if the worker runs tasks, this thread reads which of
+their leases are lost (:meth:`~tenure.store.Store.leases_lost`, its running
+tasks by id) and has each one found extended at once, alone: the extension is
+refused since the lease is gone, and the keepalive's refusal path then ends the
+execution (the cooperative flag ``tenure.current().cancelled`` is set, a
+coroutine is cancelled, a child process stopped). The read is only a hint, the
+fenced extension decides.
 
-Why the event log and not a new notification: it needs no schema change, both
-stores wake its followers already, and it sees cancels from anywhere (the
-command line, the API, the dashboard, another process's ``app.tasks.cancel``).
-What it costs: each worker reads the events appended while it runs tasks, at
-most one read every ``GAP`` seconds, in pages (a worker with nothing running
-reads nothing, not even at start: the tail is read when it first holds tasks,
-their leases checked once then; what accumulated meanwhile is read when it runs
-one again). A cursor pruned by retention meanwhile restarts from the tail with
-every running task's lease checked once, so nothing is missed.
+Why not follow the event log, which sees every cancel too: each worker would
+read every event of the queue, everyone's endings included, to find the rare
+one of its own (3,000 events a second at 1,000 tasks a second), and on
+PostgreSQL its subscription would keep the event log's notifications on for
+every transition. Here the hot path pays nothing: no trigger, no event read; a
+wake reads as many rows as the worker runs tasks, at most once every ``GAP``,
+and none when it runs nothing. A notice lost while the listener reconnects is
+covered by the reconnection (every subscriber looks again) and by a look every
+``POLL`` seconds while tasks run.
 """
 
 from __future__ import annotations
@@ -29,23 +30,24 @@ import logging
 import threading
 from collections.abc import Callable
 
-from tenure.errors import EventsPruned, StoreError
+from tenure.errors import StoreError
 from tenure.store import Store
-from tenure.task import Status
 from tenure.worker.held import Held, Holdings
 
 log = logging.getLogger("tenure.worker")
 
 GAP = 0.2
-"""Seconds between two reads of the event log at least: a busy log is read in
-batches, and a cancel still reaches its task well within a second."""
-PAGE = 1000
+"""Seconds between two reads of the leases at least: a burst of wakes (SQLite's
+counter moves with every commit) costs one read, and a cancel still reaches its
+task well within a second."""
+POLL = 5.0
+"""Seconds between two reads while tasks run and nothing wakes the thread."""
 CLOSE_WAIT = 1.0
 
 
 class CancelWatch:
-    """A thread that follows the event log and has ``check`` look at the leases
-    of running tasks that events took out of ``running``."""
+    """A thread that, woken by the store, has ``check`` look at the leases of
+    the running tasks the store says are lost."""
 
     def __init__(
         self, store: Store, holdings: Holdings, check: Callable[[list[Held]], None]
@@ -56,8 +58,6 @@ class CancelWatch:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="tenure-cancel-watch", daemon=True)
-        self._cursor: str | None = None
-        self._started = False
 
     def start(self) -> None:
         self._thread.start()
@@ -71,49 +71,31 @@ class CancelWatch:
 
     def _loop(self) -> None:
         try:
-            subscription = self.store.event_notify(self._wake)
+            subscription = self.store.lease_notify(self._wake)
         except StoreError as exc:
             log.warning("cancels reach tasks at the next keepalive only: %s", exc)
             return
         try:
             while not self._stop.is_set():
-                self._wake.wait(self.store.event_poll)
+                self._wake.wait(POLL)
                 self._wake.clear()
                 if self._stop.is_set():
                     return
-                if self.holdings.unfinished():
-                    self._follow()
+                self._look()
                 self._stop.wait(GAP)
         finally:
             subscription()
 
-    def _tail(self) -> str | None:
-        newest = self.store.event_tail(limit=1)
-        return newest[0].cursor if newest else None
-
-    def _follow(self) -> None:
-        """Read the events appended since the last read; check the leases of the
-        running tasks they took out of ``running``."""
-        touched: set[str] = set()
+    def _look(self) -> None:
+        """Read which running tasks' leases are lost; check those."""
+        running = [held for held in self.holdings if held.running and not held.ended]
+        if not running:
+            return
         try:
-            if not self._started:  # the log's tail, read once the worker first holds tasks
-                self._cursor, self._started = self._tail(), True
-                touched = {held.task.id for held in self.holdings}  # what came before it
-            while True:
-                page = self.store.event_page(after=self._cursor, limit=PAGE)
-                for event in page.events:
-                    if event.from_status is Status.RUNNING and event.to_status is not None:
-                        touched.add(event.task_id)
-                if page.events:
-                    self._cursor = page.events[-1].cursor
-                if len(page.events) < PAGE:
-                    break
-        except EventsPruned:
-            self._cursor = self._tail()
-            touched = {held.task.id for held in self.holdings}
+            lost = set(self.store.leases_lost([held.lease for held in running]))
         except StoreError as exc:
-            log.debug("the event log could not be read (the keepalive still checks): %s", exc)
-        running = [h for h in self.holdings if h.running and not h.ended]
-        hits = [held for held in running if held.task.id in touched]
+            log.debug("the leases could not be read (the keepalive still checks): %s", exc)
+            return
+        hits = [held for held in running if held.task.id in lost]
         if hits:
             self.check(hits)

@@ -296,6 +296,9 @@ class PostgresStore(Listening, PostgresLog, SqlReads, Store):
                 _explain_misses(self._sql, conn, leases, cut, outcomes, target=target)
         return [outcome for outcome in outcomes if outcome is not None]
 
+    def _leases_lost(self, leases: list[Lease]) -> list[str]:
+        return [row["id"] for row in self._read("leases_lost", rows.lease_params(leases, None))]
+
     def _lease_extend_many(
         self, leases: list[Lease], lease_seconds: float, now: datetime | None, brief: bool
     ) -> list[Answer]:

@@ -47,6 +47,14 @@ log = logging.getLogger(__name__)
 Connect = Callable[[], psycopg.Connection[Any]]
 Registering = Callable[[], AbstractContextManager[psycopg.Connection[Any]]]
 
+LEASES_CHANNEL = b"tenure_leases"
+LEASES_TAKEN = ""
+"""The topic a notification on ``tenure_leases`` is recorded under: a running
+task was taken from its holder (cancelled, revoked). The tasks' listener hears
+it (one listening connection per store, not two), and no task's topic can be
+empty, so no worker waiting for tasks takes it for one, unless it waits for
+any topic, and then only looks once for nothing."""
+
 RECONNECT = Backoff(base=0.1, maximum=5.0, jitter=0.5)
 """The pauses between attempts to reconnect the listener: 0.1 s first, 5 s at
 most, spread so that the listeners of a server back from an outage do not all
@@ -187,7 +195,10 @@ class Listener:
                     raise psycopg.OperationalError("the listening connection broke")
                 topics = []
                 while (notify := pgconn.notifies()) is not None:
-                    topics.append(notify.extra.decode(encoding))
+                    if notify.relname == LEASES_CHANNEL:
+                        topics.append(LEASES_TAKEN)
+                    else:
+                        topics.append(notify.extra.decode(encoding))
                 if topics:
                     self._record(topics)
 
@@ -314,6 +325,15 @@ class Listening:
         look again); no task created after that look is missed by its next.
         """
         return self._listener.ready(validate.seconds(timeout, "timeout", allow_zero=True))
+
+    def lease_notify(self, wake: threading.Event) -> Wakeups:
+        """Set ``wake`` from the listening thread as each notice of a running
+        task taken from its holder arrives (and after each reconnection); the
+        cancel and revoke statements send it whoever listens, so no
+        registration as idle is made."""
+        subscription = self._listener.subscribe([LEASES_TAKEN], wake)
+        self._listener.ready(LISTEN_START_TIMEOUT)
+        return subscription
 
     def event_wait(self, timeout: float) -> bool:
         """Block until events may have been appended since this thread's

@@ -282,6 +282,18 @@ FROM unnest(%(ids)s::text[], %(tokens)s::bigint[], %(owners)s::text[])
 WHERE t.id = held.id AND t.status = 'running' AND t.lease_token = held.token
   AND t.assignee = held.owner
 
+-- Which of these leases are no longer held: their task not running under that
+-- lease any more (cancelled, revoked, or ended). A read of the held tasks by
+-- id alone, whatever the rest of the queue does.
+-- name: leases_lost
+SELECT held.id
+FROM unnest(%(ids)s::text[], %(tokens)s::bigint[], %(owners)s::text[]) AS held(id, token, owner)
+WHERE NOT EXISTS (
+    SELECT 1 FROM {schema}.tasks AS t
+    WHERE t.id = held.id AND t.status = 'running' AND t.lease_token = held.token
+      AND t.assignee = held.owner
+);
+
 -- fragment: extend_leases_write
 UPDATE {schema}.tasks AS t
 SET lease_expires_at = COALESCE(%(now)s::timestamptz, now())
@@ -416,24 +428,38 @@ RETURNING held.ord, {task_columns};
 -- Revoke by compare-and-set on record_ver. A running task with no attempt left
 -- fails (a task that kills its workers must not loop forever); otherwise it and
 -- any snoozed task go back to pending. The lease token is cleared: the old
--- holder's writes are refused from now on.
+-- holder's writes are refused from now on. A running task taken from its holder
+-- is told on tenure_leases (see lease_taken_notice).
 -- name: revoke_task
 UPDATE {schema}.tasks AS t
-SET status = CASE WHEN status = 'running' AND attempts >= max_attempts
+SET status = CASE WHEN t.status = 'running' AND t.attempts >= t.max_attempts
                   THEN 'failed' ELSE 'pending' END,
-    error = CASE WHEN status = 'running' AND attempts >= max_attempts
-                 THEN %(lost_error)s::json ELSE error END,
-    finished_at = CASE WHEN status = 'running' AND attempts >= max_attempts
-                       THEN COALESCE(%(now)s::timestamptz, now()) ELSE finished_at END,
+    error = CASE WHEN t.status = 'running' AND t.attempts >= t.max_attempts
+                 THEN %(lost_error)s::json ELSE t.error END,
+    finished_at = CASE WHEN t.status = 'running' AND t.attempts >= t.max_attempts
+                       THEN COALESCE(%(now)s::timestamptz, now()) ELSE t.finished_at END,
     lease_owner = NULL,
     lease_expires_at = NULL,
     lease_token = NULL,
     lease_seconds = NULL,
-    record_ver = record_ver + 1,
+    record_ver = t.record_ver + 1,
     updated_at = COALESCE(%(now)s::timestamptz, now())
-WHERE id = %(id)s::text AND record_ver = %(record_ver)s::bigint
-  AND status IN ('running', 'snoozed')
-RETURNING {task_columns};
+FROM {schema}.tasks AS was
+WHERE t.id = %(id)s::text AND t.record_ver = %(record_ver)s::bigint
+  AND t.status IN ('running', 'snoozed') AND was.id = t.id
+RETURNING {task_columns}, {lease_taken_notice};
+
+-- The holder of a task that was running when an administrator or the
+-- supervisor took it learns of it within about a second (its worker listens on
+-- tenure_leases, and then reads its leases: Store.leases_lost), not at its next
+-- extension. Sent from these two statements alone, never from a trigger, so a
+-- holder's own endings (the hot path) notify nothing. ``was`` is the row as the
+-- statement's snapshot saw it: its record_ver one short of the new row's means
+-- nothing changed it in between, and its status is the status taken; otherwise
+-- (a concurrent reservation) the notice is sent to be safe.
+-- fragment: lease_taken_notice
+CASE WHEN was.status = 'running' OR was.record_ver <> t.record_ver - 1
+     THEN pg_notify('tenure_leases', '') END AS told
 
 -- name: cancel_task
 UPDATE {schema}.tasks AS t
@@ -443,10 +469,11 @@ SET status = 'cancelled',
     lease_expires_at = NULL,
     lease_token = NULL,
     lease_seconds = NULL,
-    record_ver = record_ver + 1,
+    record_ver = t.record_ver + 1,
     updated_at = COALESCE(%(now)s::timestamptz, now())
-WHERE id = %(id)s::text AND status = ANY(%(sources)s::text[])
-RETURNING {task_columns};
+FROM {schema}.tasks AS was
+WHERE t.id = %(id)s::text AND t.status = ANY(%(sources)s::text[]) AND was.id = t.id
+RETURNING {task_columns}, {lease_taken_notice};
 
 -- name: retry_task
 UPDATE {schema}.tasks AS t
@@ -621,6 +648,7 @@ RETURNING name;
 -- on a connection of their own, so workers are not woken by every transition.
 -- name: listen
 LISTEN tenure_tasks;
+LISTEN tenure_leases;
 
 -- name: listen_events
 LISTEN tenure_events;

@@ -278,6 +278,10 @@ class SQLiteStore(Watching, SqlReads, Store):
                 outcomes.append(refusal(task, lease, target))
         return outcomes
 
+    def _leases_lost(self, leases: list[Lease]) -> list[str]:
+        held = json.dumps([[lease.task_id, lease.token, lease.owner] for lease in leases])
+        return [row["id"] for row in self._read("leases_lost", {"held": held})]
+
     def _lease_extend_many(
         self, leases: list[Lease], lease_seconds: float, now: datetime | None, brief: bool
     ) -> list[Answer]:

@@ -163,6 +163,18 @@ RETURNING *;
 -- Each answers with the whole task (a single write) or, as <name>_brief, with
 -- its state (a batch). A batch runs its query once per lease, in one
 -- transaction; the names are PostgreSQL's, whose queries take the whole batch.
+-- Which of these leases (a JSON array of [id, token, owner]) are no longer
+-- held: their task not running under that lease any more. By id alone.
+-- name: leases_lost
+SELECT json_extract(held.value, '$[0]') AS id
+FROM json_each(:held) AS held
+WHERE NOT EXISTS (
+    SELECT 1 FROM tenure_tasks AS t
+    WHERE t.id = json_extract(held.value, '$[0]') AND t.status = 'running'
+      AND t.lease_token = json_extract(held.value, '$[1]')
+      AND t.assignee = json_extract(held.value, '$[2]')
+);
+
 -- fragment: extend_leases_write
 UPDATE tenure_tasks
 SET lease_expires_at = :now + :lease_seconds,
