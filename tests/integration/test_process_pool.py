@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tenure import Lease
-from tenure.worker.executors import ProcessExecutor
+from tenure.worker.processes import ProcessExecutor
 from tenure.worker.runner import Ending, Raised
 from tests.apps import failing_import
 from tests.executions import running_task

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -63,6 +64,11 @@ class Cancelled:
 
 
 Ending = Succeeded | Raised | Snoozed | Cancelled
+Deliver = Callable[[str, Ending], None]
+"""How an executor hands a task's ending (by its id) back to the worker."""
+Claim = Callable[[str], bool]
+"""Asked just before an execution begins; ``False`` means skip it (the task was
+released or abandoned while it waited)."""
 
 
 def error_of(exc: BaseException) -> TaskError:
