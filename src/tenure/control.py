@@ -6,7 +6,8 @@ wakes it later). ``raise tenure.Retry(in_=seconds)`` asks for another attempt.
 attempts remain. None is an error, so none derives from
 :class:`~tenure.errors.TenureError`.
 ``tenure.current()`` tells running code which task and attempt it is, whether it
-should stop (``cancelled``), and records how far it got (``progress``).
+should stop (``cancelled``), records how far it got (``progress``), and writes
+its ending inside a transaction of the task's own (``complete_in``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import threading
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import Any
 
 from tenure.checks import number, optional_text
 from tenure.task import Lease, Task
@@ -24,6 +26,9 @@ MAX_PROGRESS_NOTE = 200
 
 Report = Callable[[float, "str | None"], None]
 """Writes a running task's progress where the worker keeps it."""
+Complete = Callable[[Any, Any], None]
+"""Writes a running task's ending, done with a result, on a connection of the
+task's own (``complete_in``); raises the store's refusal."""
 
 
 class ControlFlow(Exception):
@@ -59,10 +64,14 @@ class Cancel(ControlFlow):
 @dataclass(frozen=True, slots=True)
 class Link:
     """What ties a running execution to its worker: ``stop``, set when the
-    worker lets the execution go; ``report``, which writes its progress."""
+    worker lets the execution go; ``report``, which writes its progress;
+    ``complete``, which writes its ending on the task's own connection, and
+    ``completed``, which holds the result it wrote, once it has."""
 
     stop: threading.Event = field(default_factory=threading.Event)
     report: Report | None = None
+    complete: Complete | None = None
+    completed: list[Any] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +91,8 @@ class Current:
         between steps and returns (whatever it returns is ignored: the worker has
         let the task go). Cheap enough to check in a tight loop: no store read.
         The async pools cancel the coroutine as well; the process pool kills
-        its child, so there it is never seen true."""
+        its child if the task has not stopped two seconds after this turned
+        true."""
         return self.link.stop.is_set()
 
     def progress(self, fraction: float, note: str | None = None) -> None:
@@ -98,6 +108,26 @@ class Current:
         note = optional_text(note, "note", max_length=MAX_PROGRESS_NOTE)
         if self.link.report is not None:
             self.link.report(fraction, note)
+
+    def complete_in(self, connection: Any, result: Any = None) -> None:
+        """Write this task's ending, done with ``result``, inside the open
+        transaction of ``connection`` (a ``psycopg.Connection`` to the store's
+        PostgreSQL database, or a ``sqlite3.Connection`` to its SQLite file), so
+        that the work the task wrote there and its ending commit together, or
+        not at all. Fenced by the lease as every ending is: if the lease is gone
+        the refusal (:class:`~tenure.errors.LeaseLost` …) is raised here, and it
+        must roll the transaction back (let it propagate out of
+        ``with conn.transaction():``). Once written, what the task returns is
+        not stored; if the transaction does not commit after all, the attempt
+        fails when the task returns, and is retried like any failure. Not on
+        the process pool (a child has no store of its own)."""
+        if self.link.complete is None:
+            raise RuntimeError(
+                "complete_in() needs a worker of the thread or async pool (the process "
+                "pool's children have no store of their own)"
+            )
+        self.link.complete(connection, result)
+        self.link.completed[:] = [result]
 
     @property
     def attempt(self) -> int:

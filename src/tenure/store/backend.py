@@ -141,6 +141,11 @@ class Backend(ABC):
     ) -> list[Answer]: ...
 
     @abstractmethod
+    def _task_complete_in(
+        self, lease: Lease, result: str, now: datetime | None, connection: Any
+    ) -> Answer: ...
+
+    @abstractmethod
     def _task_complete_many(
         self, completions: list[tuple[Lease, str]], now: datetime | None, brief: bool
     ) -> list[Answer]: ...

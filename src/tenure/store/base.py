@@ -237,10 +237,24 @@ class Store(EventLog, Operating, Presence):
         return self._lease_extend_many(checked, lease_seconds, now, brief) if checked else []
 
     def task_complete(
-        self, lease: Lease, result: Any = None, *, now: datetime | None = None
+        self,
+        lease: Lease,
+        result: Any = None,
+        *,
+        now: datetime | None = None,
+        connection: Any = None,
     ) -> Task:
-        """Mark a held task done with ``result``."""
-        return raise_if_refused(self._complete([Completion(lease, result)], now, brief=False)[0])
+        """Mark a held task done with ``result``. With ``connection`` (a driver
+        connection of the caller's, to this store's database, in an open
+        transaction) the ending is written in that transaction: it commits with
+        the caller's own writes, or not at all; a refusal is raised, and the
+        caller's transaction must then roll back."""
+        if connection is None:
+            completion = Completion(lease, result)
+            return raise_if_refused(self._complete([completion], now, brief=False)[0])
+        validate.leases([lease], now)
+        encoded = self._result_json(Completion(lease, result))
+        return raise_if_refused(self._task_complete_in(lease, encoded, now, connection))
 
     def task_complete_many(
         self, completions: Sequence[Completion], *, now: datetime | None = None

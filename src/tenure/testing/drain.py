@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tenure.control import Link
 from tenure.errors import InvalidInput, StoreUnavailable, TenureError
@@ -29,10 +29,17 @@ from tenure.function import ENQUEUE_CLOCK
 from tenure.store import Completion, ReserveParams, Store, TaskFilter
 from tenure.store.types import StateOutcome, TaskState
 from tenure.task import Lease, Status, Task
-from tenure.worker.completer import failure_of
+from tenure.worker.completer import failure_of, settle_own
 from tenure.worker.held import Held
 from tenure.worker.loops import ThreadLoop
-from tenure.worker.runner import Cancelled, Ending, Raised, Succeeded, run_in_thread
+from tenure.worker.runner import (
+    Cancelled,
+    CompletedIn,
+    Ending,
+    Raised,
+    Succeeded,
+    run_in_thread,
+)
 from tenure.worker.telling import Teller
 
 if TYPE_CHECKING:
@@ -213,8 +220,10 @@ class _Drain:
         held = Held(task, lease, running=True)
         try:
             self.teller.started(held)
-            report = partial(self._progress, lease)
-            ending = run_in_thread(self.registry, task, lease, self.loop, link=Link(report=report))
+            link = Link(
+                report=partial(self._progress, lease), complete=partial(self._complete_in, lease)
+            )
+            ending = run_in_thread(self.registry, task, lease, self.loop, link=link)
             assert ending is not None  # only a cancellation, which nothing sends here, is None
             if isinstance(ending, Raised) and ending.error.type == "KeyboardInterrupt":
                 raise KeyboardInterrupt  # Ctrl-C in the test's own thread: stop the test
@@ -232,6 +241,10 @@ class _Drain:
         """What the task reports, written at this drain's clock."""
         self.store.task_progress(lease, fraction, note, now=self.now())
 
+    def _complete_in(self, lease: Lease, connection: Any, result: Any) -> None:
+        """The task's own ending, in its transaction, at this drain's clock."""
+        self.store.task_complete(lease, result, now=self.now(), connection=connection)
+
     def _release(self, task: Task) -> None:
         """Hand ``task`` back to the queue, if it is still ours to hand back."""
         with contextlib.suppress(Exception):
@@ -248,6 +261,9 @@ class _Drain:
         if isinstance(ending, Raised):
             failure = failure_of(held, ending, self.registry.backoff_of(held.task.name))
             return self.store.task_fail_many([failure], now=now)[0], failure.retry_in
+        if isinstance(ending, CompletedIn):
+            policy = self.registry.backoff_of(held.task.name)
+            return settle_own(self.store, held, policy, now), None
         try:
             if isinstance(ending, Cancelled):
                 ended = self.store.task_cancel_held(held.lease, ending.error, now=now)

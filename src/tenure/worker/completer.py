@@ -15,14 +15,21 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from tenure.errors import StoreUnavailable, TenureError
+from tenure.errors import AlreadyDone, StoreUnavailable, TenureError
 from tenure.hooks import Hooks
 from tenure.retry import Backoff
 from tenure.store import Completion, Failure, Store
 from tenure.store.types import StateOutcome, TaskState
 from tenure.task import Lease, Status, Task
 from tenure.worker.held import Held, Holdings
-from tenure.worker.runner import Cancelled, Ending, Raised, Succeeded
+from tenure.worker.runner import (
+    NOT_COMMITTED,
+    Cancelled,
+    CompletedIn,
+    Ending,
+    Raised,
+    Succeeded,
+)
 from tenure.worker.telling import Teller
 
 log = logging.getLogger("tenure.worker")
@@ -109,6 +116,8 @@ class Completer:
             elif isinstance(ending, Cancelled):
                 write = partial(self._held_write, self.store.task_cancel_held, held, ending.error)
                 self._persist([(held, ending, None)], write)
+            elif isinstance(ending, CompletedIn):
+                self._persist([(held, ending, None)], partial(self._settle_own, held))
             else:
                 write = partial(self._held_write, self.store.task_snooze, held, ending.seconds)
                 self._persist([(held, ending, ending.seconds)], write)
@@ -116,6 +125,9 @@ class Completer:
             self._persist(done, partial(self.store.task_complete_many, completions))
         if failed:
             self._persist(failed, partial(self.store.task_fail_many, failures))
+
+    def _settle_own(self, held: Held) -> list[StateOutcome]:
+        return [settle_own(self.store, held, self.backoff_of(held.task.name))]
 
     def _held_write(
         self, write: Callable[[Lease, Any], Task], held: Held, argument: Any
@@ -200,6 +212,8 @@ class Completer:
             shows = task.status in (Status.PENDING, Status.FAILED) and task.error == ending.error
         elif isinstance(ending, Cancelled):
             shows = task.status is Status.CANCELLED and task.error == ending.error
+        elif isinstance(ending, CompletedIn):
+            shows = task.status is Status.DONE or task.error == NOT_COMMITTED
         else:
             shows = task.status is Status.SNOOZED
         return TaskState.of(task) if shows else outcome
@@ -214,3 +228,19 @@ def failure_of(held: Held, ending: Raised, policy: Backoff) -> Failure:
         if retry_in is None:
             retry_in = policy.delay(held.task.attempts)
     return Failure(held.lease, ending.error, retry_in, policy.priority_step)
+
+
+def settle_own(store: Store, held: Held, policy: Backoff, now: Any = None) -> StateOutcome:
+    """The outcome of a task that wrote its own ending (``complete_in``) in a
+    transaction of its own: the attempt is failed, fenced as ever, so that a
+    transaction that did not commit leaves no task running for nothing; if it
+    did commit, the task is done under this very lease, which the fail's
+    refusal (``AlreadyDone``) says, and the task as stored is the outcome. A
+    transaction still open holds the task's row: the fail waits for its end."""
+    failure = failure_of(held, Raised(NOT_COMMITTED), policy)
+    [outcome] = store.task_fail_many([failure], now=now)
+    if isinstance(outcome, AlreadyDone):
+        task = store.task_get(held.task.id)
+        if task is not None:
+            return TaskState.of(task)
+    return outcome

@@ -1,4 +1,5 @@
-"""Writes what running tasks report with ``tenure.current().progress``.
+"""Writes what running tasks report with ``tenure.current().progress``, and
+the endings they write themselves with ``tenure.current().complete_in``.
 
 The write is the store's ``task_progress``, fenced by the lease, made in the
 thread that reported (a pool thread, the async pool's loop, or, for the process
@@ -12,9 +13,9 @@ every step of a loop would flood the log that followers and the dashboard read.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from typing import Any, Protocol
 
 from tenure.control import Link
 from tenure.errors import InvalidInput, StoreError, TenureError
@@ -26,13 +27,23 @@ log = logging.getLogger("tenure.worker")
 RECORDED = "recorded"
 """What the parent answers each of a child's ``Progressed`` with, once written."""
 
-Progress = Callable[[Lease, float, "str | None"], None]
-"""Writes a task's progress under its lease (the worker's, to its store)."""
+
+class Progress(Protocol):
+    """The writes a running task makes under its lease, to the worker's store."""
+
+    def __call__(self, lease: Lease, fraction: float, note: str | None) -> None:
+        """Write the task's progress."""
+
+    def complete_in(self, lease: Lease, connection: Any, result: Any) -> None:
+        """Write the task's ending on ``connection``, in its open transaction."""
 
 
 def link_of(lease: Lease, progress: Progress | None) -> Link:
-    """A new execution's link: its stop flag, and its progress written under ``lease``."""
-    return Link(report=None if progress is None else partial(progress, lease))
+    """A new execution's link: its stop flag, and its progress and own ending
+    written under ``lease``."""
+    if progress is None:
+        return Link()
+    return Link(report=partial(progress, lease), complete=partial(progress.complete_in, lease))
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,3 +69,8 @@ class ProgressWriter:
             log.warning("task %s: progress not recorded: %s", lease.task_id, exc)
         except TenureError as exc:  # the lease is gone: the execution is let go
             log.debug("task %s: progress dropped: %s", lease.task_id, exc)
+
+    def complete_in(self, lease: Lease, connection: Any, result: Any) -> None:
+        """Unlike progress, every refusal is raised: the task's transaction
+        must not commit without its ending."""
+        self.store.task_complete(lease, result, connection=connection)

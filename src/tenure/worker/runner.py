@@ -63,7 +63,22 @@ class Cancelled:
     error: TaskError
 
 
-Ending = Succeeded | Raised | Snoozed | Cancelled
+@dataclass(frozen=True, slots=True)
+class CompletedIn:
+    """The task wrote its own ending, done with ``result``, in a transaction of
+    its own (``tenure.current().complete_in``): done if that transaction
+    committed, which the worker confirms; else the attempt failed."""
+
+    result: Any
+
+
+NOT_COMMITTED = TaskError(
+    "NotCommitted",
+    "the task wrote its ending with complete_in(), but that transaction did not commit",
+)
+"""Why an attempt fails whose own ending (``complete_in``) was rolled back."""
+
+Ending = Succeeded | Raised | Snoozed | Cancelled | CompletedIn
 Deliver = Callable[[str, Ending], None]
 """How an executor hands a task's ending (by its id) back to the worker."""
 Claim = Callable[[str], bool]
@@ -142,12 +157,13 @@ def call_sync(
 ) -> Ending:
     """Call ``function`` for ``task`` in this thread, inside the middleware."""
     args, kwargs = split_data(task)
-    set_current(Current(task, lease, link or Link()))
+    link = link or Link()
+    set_current(Current(task, lease, link))
     try:
         result: Any = None  # stays None if a middleware swallows the exception
         with executing(registry.middleware, task):
             result = function.fn(*args, **kwargs)
-        return _checked(registry, result, awaited=False)
+        return _own(link) or _checked(registry, result, awaited=False)
     except BaseException as exc:
         return ending_of_exception(exc, function.config.retry_on)
     finally:
@@ -165,12 +181,13 @@ async def run_async(
         return await asyncio.to_thread(call_sync, registry, function, task, lease, link)
     args, kwargs = split_data(task)
     # The coroutine runs in its own copied context.
-    set_current(Current(task, lease, link or Link()))
+    link = link or Link()
+    set_current(Current(task, lease, link))
     result: Any = None  # stays None if a middleware swallows the exception
     try:
         with executing(registry.middleware, task):
             result = await function.fn(*args, **kwargs)
-        return _checked(registry, result, awaited=True)
+        return _own(link) or _checked(registry, result, awaited=True)
     except asyncio.CancelledError:
         raise
     except BaseException as exc:
@@ -192,6 +209,12 @@ def ending_of_exception(
         return Cancelled(TaskError("Cancel", exc.reason))
     final = retry_on is not None and not isinstance(exc, retry_on)
     return Raised(error_of(exc), final=final)
+
+
+def _own(link: Link) -> CompletedIn | None:
+    """The ending the task wrote itself, if it did (then what it returned is not
+    stored)."""
+    return CompletedIn(link.completed[0]) if link.completed else None
 
 
 def _checked(registry: Registry, result: Any, *, awaited: bool) -> Ending:

@@ -25,7 +25,15 @@ from tenure.store import Store
 from tenure.store.types import TaskState
 from tenure.task import Status, Task
 from tenure.worker.held import Held
-from tenure.worker.runner import Cancelled, Ending, Raised, Snoozed, Succeeded
+from tenure.worker.runner import (
+    NOT_COMMITTED,
+    Cancelled,
+    CompletedIn,
+    Ending,
+    Raised,
+    Snoozed,
+    Succeeded,
+)
 
 log = logging.getLogger("tenure.worker")
 
@@ -127,6 +135,9 @@ class Teller:
 
     def ended(self, held: Held, ending: Ending, state: TaskState, delay: float | None) -> None:
         """The store accepted ``ending``; the task is now ``state.status``."""
+        if isinstance(ending, CompletedIn):  # done in its own transaction, or not at all
+            done = state.status is Status.DONE
+            ending = Succeeded(ending.result) if done else Raised(NOT_COMMITTED)
         if isinstance(ending, Succeeded):
             self._succeeded(held, ending, state)
             return

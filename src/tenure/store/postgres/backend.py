@@ -322,6 +322,20 @@ class PostgresStore(Listening, PostgresLog, SqlReads, Store):
             sizes=[len(result) for result in results],
         )
 
+    def _task_complete_in(
+        self, lease: Lease, result: str, now: datetime | None, connection: Any
+    ) -> Answer:
+        """The completion statement on the caller's connection, in its open
+        transaction; a miss is explained from what that transaction sees."""
+        conn = statements.callers(connection)
+        params = {**rows.lease_params([lease], now), "results": TextArray([result])}
+        outcomes: list[Answer | None] = [None]
+        with translated():
+            for row in self._sql.fetch(conn, "complete_tasks", params):
+                outcomes[0] = rows.task(row)
+            _explain_misses(self._sql, conn, [lease], [0], outcomes, target=Status.DONE)
+        return outcomes[0] or refusal(None, lease, Status.DONE)
+
     def _task_fail_many(
         self, failures: list[Failure], now: datetime | None, brief: bool
     ) -> list[Answer]:

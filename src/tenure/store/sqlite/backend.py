@@ -15,7 +15,7 @@ import sqlite3
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -32,7 +32,7 @@ from tenure.store.backend import (
 from tenure.store.base import DEFAULT_MAX_PAYLOAD_BYTES, Store
 from tenure.store.refusals import LOST_ERROR, Answer, admin_refusal, refusal
 from tenure.store.sqlite import eventlog, is_memory_path, rows, schema, unique
-from tenure.store.sqlite.connections import Connections, translated
+from tenure.store.sqlite.connections import Connections, begin_write, translated
 from tenure.store.sqlite.schema import Q
 from tenure.store.sqlite.watching import Watching
 from tenure.store.sqlreads import Rows, SqlReads
@@ -134,7 +134,7 @@ class SQLiteStore(Watching, SqlReads, Store):
         start; rolled back if it fails, its commit included (which SQLite may
         leave open), so that the thread's next write can begin."""
         with self._use() as conn:
-            conn.execute(Q["begin_write"])
+            begin_write(conn, Q["begin_write"], self._busy_timeout)
             try:
                 yield conn
                 conn.execute(Q["commit"])
@@ -268,15 +268,17 @@ class SQLiteStore(Watching, SqlReads, Store):
         outcomes: list[Answer] = []
         with self._write() as conn:
             for lease, extra in items:
-                params = {"id": lease.task_id, "token": lease.token, "owner": lease.owner}
-                row = conn.execute(sql, {**params, **extra, "now": at}).fetchone()
-                if row is not None:
-                    outcomes.append(read(row))
-                    continue
-                current = conn.execute(Q["get_task"], {"id": lease.task_id}).fetchone()
-                task = None if current is None else rows.task(current)
-                outcomes.append(refusal(task, lease, target))
+                params = {**extra, "now": at}
+                outcomes.append(_held_write(conn, sql, read, lease, params, target=target))
         return outcomes
+
+    def _task_complete_in(
+        self, lease: Lease, result: str, now: datetime | None, connection: Any
+    ) -> Answer:
+        params = {"result": result, "now": epoch_or_now(now)}
+        sql = Q["complete_tasks"]
+        with self._within(connection) as conn:
+            return _held_write(conn, sql, rows.task, lease, params, target=Status.DONE)
 
     def _leases_lost(self, leases: list[Lease]) -> list[str]:
         held = json.dumps([[lease.task_id, lease.token, lease.owner] for lease in leases])
@@ -486,3 +488,24 @@ class SQLiteStore(Watching, SqlReads, Store):
         params = {**rows.leader_params(lease), "now": time.time()}
         with self._write() as conn:
             return conn.execute(Q["leader_resign"], params).fetchone() is not None
+
+
+def _held_write(
+    conn: sqlite3.Connection,
+    sql: str,
+    read: Callable[[sqlite3.Row], Answer],
+    lease: Lease,
+    params: dict[str, Any],
+    *,
+    target: Status,
+) -> Answer:
+    """One holder write under ``lease``; a miss explained from the task as it is.
+    Rows are read by name whoever made ``conn`` (a caller's has no row factory)."""
+    held = {"id": lease.task_id, "token": lease.token, "owner": lease.owner}
+    cursor = conn.cursor()
+    cursor.row_factory = sqlite3.Row
+    row = cursor.execute(sql, {**held, **params}).fetchone()
+    if row is not None:
+        return read(row)
+    current = cursor.execute(Q["get_task"], {"id": lease.task_id}).fetchone()
+    return refusal(None if current is None else rows.task(current), lease, target)

@@ -6,17 +6,31 @@ opens its own on first use and keeps it. ``close()`` waits for each to be out
 of use before closing it, and a thread that uses the store afterwards gets
 :class:`~tenure.errors.StoreError`, never a connection closed under its feet.
 sqlite3's errors become tenure's here (:func:`translated`), in one place.
+
+A write transaction begins here too (:func:`begin_write`), waiting for the one
+write lock in steps of its own: SQLite's busy handler sleeps 1, 2, 5, 10, 15,
+20 and 25 ms in turn, so a writer that finds the lock taken for 4 ms waits 8,
+and under steady contention (producers, workers and retention at once) the
+99th percentile of an enqueue or a reservation rose to 20-35 ms for locks held
+a few milliseconds. Here the attempt is repeated after 0.2 ms, then twice as
+long each time up to 2 ms, until the store's busy timeout.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from tenure.errors import StoreError, StoreUnavailable
+
+FIRST_PAUSE = 0.0002
+"""Seconds before the second attempt to take the write lock."""
+MAX_PAUSE = 0.002
+"""Seconds between two attempts at most."""
 
 
 class _Connection:
@@ -92,6 +106,33 @@ class Connections:
         for connection in held:
             with connection.in_use:
                 connection.conn.close()
+
+
+def begin_write(conn: sqlite3.Connection, begin: str, timeout: float) -> None:
+    """Run ``begin`` (``BEGIN IMMEDIATE``) on ``conn`` once the write lock is
+    free, trying every few tenths of a millisecond for ``timeout`` seconds
+    with SQLite's own busy handler off meanwhile (it is on for everything
+    else: a read may meet a lock briefly, as the last connection closes)."""
+    # A PRAGMA takes no bound parameter: the values are integers made here.
+    conn.execute("PRAGMA busy_timeout = 0")
+    try:
+        deadline = time.monotonic() + timeout
+        pause = FIRST_PAUSE
+        while True:
+            try:
+                conn.execute(begin)
+                return
+            except sqlite3.OperationalError as exc:
+                if not _busy(exc) or time.monotonic() >= deadline:
+                    raise
+            time.sleep(pause)
+            pause = min(2 * pause, MAX_PAUSE)
+    finally:
+        conn.execute(f"PRAGMA busy_timeout = {round(timeout * 1000)}")
+
+
+def _busy(exc: sqlite3.OperationalError) -> bool:
+    return exc.sqlite_errorcode & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
 @contextmanager
