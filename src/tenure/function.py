@@ -179,6 +179,9 @@ class EnqueueOptions:
     connection: Any = None
     """A driver connection of the caller's: the task is written in its open
     transaction and exists if and only if the caller commits."""
+    headers: Mapping[str, str] | None = None
+    """Headers the task starts with (a caller's W3C trace context:
+    ``traceparent``, ``tracestate``); the App's middleware adds to them."""
 
 
 class Overrides(TypedDict, total=False):
@@ -194,6 +197,7 @@ class Overrides(TypedDict, total=False):
     id: str | None
     topic: str | None
     connection: Any
+    headers: Mapping[str, str] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,7 +251,8 @@ class TaskFunction(Generic[P, R]):
         """A copy that enqueues with ``overrides``: ``delay`` (seconds) or
         ``run_at``, ``priority``, ``group_id``, ``sub_topic``, ``description``,
         ``id``, ``topic``, ``connection`` (a driver connection of the caller's:
-        the task is written in its open transaction)."""
+        the task is written in its open transaction), ``headers`` (what the
+        task's headers start from, such as a caller's trace context)."""
         unknown = sorted(set(overrides) - set(Overrides.__annotations__))
         if unknown:
             known = ", ".join(Overrides.__annotations__)
@@ -433,10 +438,12 @@ class TaskFunction(Generic[P, R]):
     def prepared(self, task: NewTask) -> NewTask:
         """``task`` as an enqueue stores it: with the headers the App's middleware
         adds. (Only enqueues call the middleware: building a task to check it, as
-        ``new_task`` does, enqueues nothing.)"""
-        if not self.app.middleware:
+        ``new_task`` does, enqueues nothing.) They start from the ``headers``
+        option, if given."""
+        given = self._options.headers
+        if not self.app.middleware and not given:
             return task
-        headers = task_headers(self.app.middleware, task.name)
+        headers = task_headers(self.app.middleware, task.name, given)
         if not headers or not isinstance(task.data, dict):
             return task
         return replace(task, data={**task.data, "headers": headers})

@@ -18,12 +18,12 @@ metrics plug into tenure without patching it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from tenure.errors import ConfigError
+from tenure.errors import ConfigError, InvalidInput
 from tenure.task import Task, TaskError
 
 log = logging.getLogger("tenure.hooks")
@@ -100,9 +100,14 @@ class Middleware:
         return nullcontext()
 
 
-def task_headers(middleware: list[Middleware], name: str) -> dict[str, str]:
-    """The headers every middleware adds to a new task named ``name``."""
-    headers: dict[str, str] = {}
+def task_headers(
+    middleware: list[Middleware], name: str, given: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The headers of a new task named ``name``: ``given`` (the enqueue's own),
+    and what every middleware adds to them."""
+    headers: dict[str, str] = dict(given or {})
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items()):
+        raise InvalidInput("headers", "must map strings to strings")
     for each in middleware:
         each.enqueue(name, headers)
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items()):

@@ -293,3 +293,75 @@ def assert_endings(
         }
     ]
     assert succeeded["status"] == "UNSET" and succeeded["attributes"]["tenure.task.attempt"] == 2
+
+
+INCOMING_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
+INCOMING_SPAN = "00f067aa0ba902b7"
+INCOMING = f"00-{INCOMING_TRACE}-{INCOMING_SPAN}-01"
+
+
+def posted(app: tenure.App, traceparent: str) -> Task:
+    """The task ``POST /api/tasks`` made for a request with this ``traceparent``
+    (and a ``tracestate``)."""
+    from starlette.testclient import TestClient
+
+    from tenure.http import create_app
+
+    token = "t" * 16
+    auth = {"Authorization": f"Bearer {token}"}
+    with TestClient(create_app(app, token=token), headers=auth) as client:
+        trace = {"traceparent": traceparent, "tracestate": "vendor=abc"}
+        created = client.post("/api/tasks", json={"name": "add", "args": [1, 2]}, headers=trace)
+    assert created.status_code == 201, created.text
+    return app.tasks.get(created.json()["id"])
+
+
+@pytest.fixture
+def api_app(store_url: str) -> Iterator[tenure.App]:
+    app = tenure.App(store_url)
+
+    @app.task(name="add")
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    yield app
+    app.close()
+
+
+def test_an_untraced_server_passes_the_requests_trace_on_to_the_task(api_app: tenure.App) -> None:
+    task = posted(api_app, INCOMING)
+    assert task.data["headers"] == {"traceparent": INCOMING, "tracestate": "vendor=abc"}
+    # A malformed one is ignored, as the specification says: no headers at all.
+    assert "headers" not in posted(api_app, "00-garbage").data
+
+
+def test_a_traced_server_enqueues_in_the_requests_trace(
+    api_app: tenure.App, tracing: Tracing
+) -> None:
+    provider, exporter = tracing
+    instrument(api_app, tracer_provider=provider)
+    task = posted(api_app, INCOMING)
+    [producer] = exporter.get_finished_spans()
+    assert producer.parent is not None
+    parent = (f"{producer.parent.trace_id:032x}", f"{producer.parent.span_id:016x}")
+    assert parent == (INCOMING_TRACE, INCOMING_SPAN)
+    assert traceparent_of(task) == ids(producer)
+    assert task.data["headers"]["tracestate"] == "vendor=abc"
+    exporter.clear()
+    untraced = posted(api_app, "00-garbage")  # ignored: the producer span starts a trace
+    [root] = exporter.get_finished_spans()
+    assert root.parent is None and traceparent_of(untraced)[0] != INCOMING_TRACE
+
+
+def test_the_headers_option_refuses_what_is_not_text(store_url: str) -> None:
+    app = tenure.App(store_url)
+
+    @app.task(name="add")
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    try:
+        with pytest.raises(tenure.InvalidInput, match="headers: must map strings to strings"):
+            add.options(headers={"traceparent": 1}).enqueue(1, 2)  # type: ignore[dict-item]
+    finally:
+        app.close()

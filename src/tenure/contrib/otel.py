@@ -26,7 +26,9 @@ exports as each span ends; ``BatchSpanProcessor`` flushes at a normal exit).
 What it records:
 
 - ``enqueue <task name>``, a PRODUCER span, child of whatever span is current
-  when the task is enqueued: the creation context of the task (one per task,
+  when the task is enqueued, or of the trace context the enqueue was given
+  (``.options(headers={"traceparent": ...})``, as ``POST /api/tasks`` passes
+  on its request's): the creation context of the task (one per task,
   ``enqueue_many`` included). It ends as the task is built, before it is stored.
 - ``run <task name>``, a CONSUMER span around each execution, where the
   function runs, child of the task's producer span (every attempt of a task has
@@ -87,8 +89,11 @@ class TracingMiddleware(Middleware):
             "messaging.operation.name": "enqueue",
             "tenure.task.name": name,
         }
+        # A caller's trace context given with the enqueue (an API request's
+        # traceparent) is the parent; else the current span, if any.
+        parent = propagate.extract(headers) if "traceparent" in headers else None
         with self._tracer.start_as_current_span(
-            f"enqueue {name}", kind=SpanKind.PRODUCER, attributes=attributes
+            f"enqueue {name}", context=parent, kind=SpanKind.PRODUCER, attributes=attributes
         ):
             propagate.inject(headers)
 

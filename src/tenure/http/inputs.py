@@ -171,6 +171,29 @@ def enqueue_request(body: object, options: Sequence[Param]) -> Enqueue:
     return Enqueue(name, args, kwargs, enqueue_options(fields, options))
 
 
+TRACEPARENT = re.compile(
+    r"(?!ff)[0-9a-f]{2}-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}"
+)
+"""A W3C ``traceparent`` (Trace Context, level 1): version, trace id, parent id
+and flags, the ids not all zeros."""
+MAX_TRACESTATE = 512
+"""Characters of ``tracestate`` passed on at most (the W3C's advice to carry)."""
+
+
+def trace_context(headers: Mapping[str, str]) -> dict[str, str]:
+    """The W3C trace context of a request, as a task's headers: ``traceparent``
+    if it is well formed (else nothing, as the specification says to ignore a
+    bad one), with ``tracestate`` if it comes with one and is not too long."""
+    parent = headers.get("traceparent", "").strip().lower()
+    if not TRACEPARENT.fullmatch(parent):
+        return {}
+    found = {"traceparent": parent}
+    state = headers.get("tracestate", "").strip()
+    if state and len(state) <= MAX_TRACESTATE and "\x00" not in state:
+        found["tracestate"] = state
+    return found
+
+
 def enqueue_options(fields: Mapping[str, Any], declared: Sequence[Param]) -> dict[str, Any]:
     """The ``options`` object as ``TaskFunction.options`` keywords, each read as
     declared, in declaration order; ``null`` is the same as leaving one out."""

@@ -114,6 +114,8 @@ class Api:
     async def enqueue_task(self, request: Request, values: Values) -> Response:
         limit = inputs.ESCAPES * self.app.max_payload_bytes + inputs.ENVELOPE_BYTES
         wanted = inputs.enqueue_request(await inputs.json_body(request, limit), OPTIONS)
+        if traced := inputs.trace_context(request.headers):  # the caller's trace goes on
+            wanted.options["headers"] = traced
         try:
             function = self.app.lookup(wanted.name)
         except InvalidInput as unknown:
