@@ -5,6 +5,9 @@
 runnable task's wait per topic, the tasks that entered each status (a counter,
 for ``rate()``), and the workers alive. On PostgreSQL these come from the tallies
 the triggers keep, so a scrape costs a few milliseconds with millions of tasks.
+``tenure_store_up`` says whether the store answered: while it does not, a
+scrape still succeeds with that gauge at 0 (and nothing else), so the target
+stays up and an alert on the gauge fires, rather than the scrape failing.
 
 :class:`WorkerMetrics` counts what one worker process does, from its hooks:
 task durations per task name and outcome (a histogram), outcomes per name (a
@@ -16,12 +19,14 @@ them (prometheus_client's own HTTP server).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from tenure.errors import StoreError
 from tenure.hooks import HOOK_KINDS, Hooks, Outcome
 from tenure.store import Store
 from tenure.store.types import Backlog
@@ -32,6 +37,8 @@ DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
 
 ENDINGS = ("succeeded", "retrying", "failed", "snoozed", "cancelled")
 
+log = logging.getLogger("tenure.metrics")
+
 
 class StoreCollector(Collector):
     """The queue's figures, read from the store at each scrape."""
@@ -40,7 +47,19 @@ class StoreCollector(Collector):
         self._store = store
 
     def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
-        store = self._store()
+        up = GaugeMetricFamily("tenure_store_up", "1 if the store answered this scrape, else 0.")
+        try:
+            families = list(self._figures(self._store()))
+        except StoreError as exc:
+            log.warning("metrics: the store did not answer: %s", exc)
+            up.add_metric([], 0)
+            yield up
+            return
+        up.add_metric([], 1)
+        yield up
+        yield from families
+
+    def _figures(self, store: Store) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
         stats = store.task_stats()
         tasks = GaugeMetricFamily(
             "tenure_tasks", "Tasks in the store, per topic and status.", labels=["topic", "status"]

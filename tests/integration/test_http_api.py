@@ -319,6 +319,29 @@ def test_an_unreachable_store_is_a_503() -> None:
         assert client.get("/api/openapi.json").status_code == 200  # needs no store
 
 
+def test_metrics_stay_up_while_the_store_is_down_and_say_so() -> None:
+    """The scrape succeeds (the target stays up) with ``tenure_store_up 0`` and
+    nothing else: an alert fires on the gauge, not on a failed scrape."""
+    down = make_app("postgresql://postgres@127.0.0.1:1/tenure")
+    with TestClient(create_app(down, token=TOKEN), headers=AUTH) as client:
+        scraped = client.get("/metrics")
+    assert scraped.status_code == 200
+    samples = [line for line in scraped.text.splitlines() if not line.startswith("#")]
+    assert samples == ["tenure_store_up 0.0"]
+
+
+def test_metrics_speak_openmetrics_to_a_scraper_that_asks(client: TestClient) -> None:
+    plain = client.get("/metrics")
+    assert plain.headers["content-type"].startswith("text/plain; version=0.0.4")
+    assert "tenure_store_up 1.0" in plain.text.splitlines()
+    accept = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"
+    open_metrics = client.get("/metrics", headers={"Accept": accept})
+    assert open_metrics.headers["content-type"].startswith("application/openmetrics-text")
+    assert open_metrics.text.endswith("# EOF\n")
+    assert "tenure_store_up 1.0" in open_metrics.text.splitlines()
+    assert "_created" not in open_metrics.text
+
+
 def test_failures_are_500s_without_details(
     app: App, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable, Mapping
 from urllib.parse import urlsplit
 
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.exposition import choose_encoder
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
@@ -95,13 +95,16 @@ def end_streams(served_app: Starlette) -> None:
 
 
 def metrics_route(app: App) -> Route:
-    """``GET /metrics``: the store's figures in Prometheus's text format, read at
-    scrape time (:mod:`tenure.metrics`), behind the same token as the API."""
+    """``GET /metrics``: the store's figures, read at scrape time
+    (:mod:`tenure.metrics`), behind the same token as the API: in the
+    OpenMetrics format when the scraper's ``Accept`` asks for it (Prometheus
+    does), else in Prometheus's text format, as a worker's own port answers."""
     registry = store_registry(lambda: app.store)
 
     async def metrics(request: Request) -> Response:
-        body = await run_in_threadpool(generate_latest, registry)
-        return Response(body, media_type=CONTENT_TYPE_LATEST)
+        encode, media_type = choose_encoder(request.headers.get("accept", ""))
+        body = await run_in_threadpool(encode, registry)
+        return Response(body, media_type=media_type)
 
     return Route("/metrics", metrics, methods=["GET"])
 
