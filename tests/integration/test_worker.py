@@ -329,10 +329,16 @@ def test_second_signal_stops_without_waiting(store: Store, start, tmp_path: Path
     worker = start("--grace", "60")
     task = enqueue(store, basic.blocks, str(tmp_path / "never"))
     wait_until(store, task.id, lambda t: t.status is Status.RUNNING)
-    worker.signal(signal.SIGTERM)
-    worker.wait_for_log("SIGTERM received")
+    worker.signal(signal.SIGINT)
+    # As the stop begins it says what it waits for, and how to cut it short.
+    waiting = worker.wait_for_log("waiting up to")
+    assert waiting.endswith(
+        "waiting up to 60 s for 1 running task (stop again, Ctrl-C or SIGTERM, to stop now: "
+        "unfinished tasks go back to pending)"
+    ), waiting
     worker.signal(signal.SIGINT)
     assert worker.wait_exit(timeout=10) == 0
+    worker.wait_for_log(f"task {task.id} released to pending at shutdown")
     released = store.task_get(task.id)
     assert released is not None and released.status is Status.PENDING
 

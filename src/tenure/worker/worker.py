@@ -410,6 +410,7 @@ class Worker:
     ) -> None:
         # Tasks that never began go back to pending at once, not after the grace.
         unreleased = self._release(store, executor, self.holdings.end_waiting())
+        self._tell_wait()
         deadline = time.monotonic() + self.grace
         while len(self.holdings) and not self._hurry.is_set():
             left = deadline - time.monotonic()
@@ -431,6 +432,18 @@ class Worker:
         keepalive.close()
         executor.close()
         self._teller.close()
+
+    def _tell_wait(self) -> None:
+        """Say, as the stop begins, what it waits for and how to cut it short."""
+        running = len(self.holdings)
+        if not running or self._hurry.is_set():
+            return
+        tasks = "1 running task" if running == 1 else f"{running} running tasks"
+        log.info(
+            "worker %s: waiting up to %s for %s (stop again, Ctrl-C or SIGTERM, to stop now: "
+            "unfinished tasks go back to pending)",
+            self.owner, _seconds(self.grace), tasks,
+        )  # fmt: skip
 
     def _release(
         self, store: Store, executor: Executor, helds: list[Held], *, store_down: bool = False
@@ -483,3 +496,8 @@ def flush_logs() -> None:
     for handler in logging.getLogger().handlers:
         with contextlib.suppress(OSError, ValueError):  # a closed stream: as logging's own
             handler.flush()
+
+
+def _seconds(value: float) -> str:
+    """A duration as people read it: ``30 s``, ``2.5 s``."""
+    return f"{value:g} s"
