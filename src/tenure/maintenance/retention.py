@@ -5,10 +5,12 @@ A fixed number of rows a minute falls behind any queue busier than that
 number (every task writes three events or more), and the log then grows
 without end. Here each prune deletes in bounded batches, each one short
 statement in a transaction of its own (no long lock, and small transactions
-for a replica to replay), until nothing older is left or the step's time
-budget is spent, and the scheduler prunes again at its next cycle for as long
-as prunes find something to delete (a queue at work: nothing outlives the
-retention by more than a cycle or two, and the deletes come as a trickle).
+for a replica to replay), sized by the store and followed by the rest it asks
+for (SQLite's one write lock is let go long enough for waiting writers to take
+it), until nothing older is left or the step's time budget is spent, and the
+scheduler prunes again at its next cycle for as long as prunes find something
+to delete (a queue at work: nothing outlives the retention by more than a cycle
+or two, and the deletes come as a trickle).
 A prune that found nothing waits ``idle_every`` seconds for the next, so an
 idle store is not written to twice a second (on SQLite, each prune takes the
 write lock). The work grows with the backlog, so a scheduler back after a day,
