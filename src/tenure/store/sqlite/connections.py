@@ -12,8 +12,8 @@ write lock in steps of its own: SQLite's busy handler sleeps 1, 2, 5, 10, 15,
 20 and 25 ms in turn, so a writer that finds the lock taken for 4 ms waits 8,
 and under steady contention (producers, workers and retention at once) the
 99th percentile of an enqueue or a reservation rose to 20-35 ms for locks held
-a few milliseconds. Here the attempt is repeated after 0.2 ms, then twice as
-long each time up to 2 ms, until the store's busy timeout.
+a few milliseconds. Here the attempt is repeated after 0.5 ms, then twice as
+long each time up to 4 ms, until the store's busy timeout.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from contextlib import contextmanager
 
 from tenure.errors import StoreError, StoreUnavailable
 
-FIRST_PAUSE = 0.0002
+FIRST_PAUSE = 0.0005
 """Seconds before the second attempt to take the write lock."""
-MAX_PAUSE = 0.002
+MAX_PAUSE = 0.004
 """Seconds between two attempts at most."""
 
 
@@ -110,7 +110,7 @@ class Connections:
 
 def begin_write(conn: sqlite3.Connection, begin: str, timeout: float) -> None:
     """Run ``begin`` (``BEGIN IMMEDIATE``) on ``conn`` once the write lock is
-    free, trying every few tenths of a millisecond for ``timeout`` seconds
+    free, trying again within a few milliseconds for ``timeout`` seconds
     with SQLite's own busy handler off meanwhile (it is on for everything
     else: a read may meet a lock briefly, as the last connection closes)."""
     # A PRAGMA takes no bound parameter: the values are integers made here.

@@ -395,10 +395,16 @@ PRAGMA synchronous = OFF;
 SELECT count(*) AS count FROM tenure_tasks WHERE true {index_filters} {row_filters};
 
 -- Retention: finished tasks and old events go in bounded batches.
+-- Along tenure_tasks_finished, named: left to itself the planner walks
+-- tenure_tasks_by_status through every finished task and sorts them, which took
+-- 12 ms a batch with 40,000 of them, whatever the batch's size, all of it under
+-- the one write lock (0.2 ms this way). The literal statuses let the partial
+-- index be used; :statuses narrows them.
 -- name: prune_tasks
 DELETE FROM tenure_tasks WHERE seq IN (
-    SELECT seq FROM tenure_tasks
-    WHERE status IN (SELECT value FROM json_each(:statuses)) AND finished_at < :cutoff
+    SELECT seq FROM tenure_tasks INDEXED BY tenure_tasks_finished
+    WHERE status IN ('done', 'failed', 'cancelled') AND finished_at < :cutoff
+      AND status IN (SELECT value FROM json_each(:statuses))
     ORDER BY finished_at  -- the oldest go first when the limit cuts the batch
     LIMIT :limit
 );
@@ -409,7 +415,7 @@ DELETE FROM tenure_tasks WHERE seq IN (
 -- name: retention_backlog
 SELECT
     (SELECT count(*) FROM (
-        SELECT 1 FROM tenure_tasks
+        SELECT 1 FROM tenure_tasks INDEXED BY tenure_tasks_finished
         WHERE status IN ('done', 'failed', 'cancelled') AND finished_at < :cutoff
         LIMIT :cap
     )) AS tasks,
