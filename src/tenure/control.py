@@ -106,7 +106,10 @@ class Current:
         trip. Bad values raise :class:`~tenure.errors.InvalidInput`."""
         fraction = number(fraction, "progress", 0.0, 1.0)
         note = optional_text(note, "note", max_length=MAX_PROGRESS_NOTE)
-        if self.link.report is not None:
+        # Once the task wrote its ending in its own transaction, that holds the
+        # task's row: a write from elsewhere would wait for it, and nothing more
+        # of this attempt is shown anyway.
+        if self.link.report is not None and not self.link.completed:
             self.link.report(fraction, note)
 
     def complete_in(self, connection: Any, result: Any = None) -> None:

@@ -36,6 +36,8 @@ def books(label: str, first: str, folder: str) -> str:
     try:
         _book(conn, label, current.attempt)
         current.complete_in(conn, {"label": label, "attempt": current.attempt})
+        # Once written, progress is not: the task's transaction holds the row.
+        current.progress(0.9, "booked")
         conn.rollback() if how == "rollback" else conn.commit()
     except BaseException as exc:
         conn.rollback()

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from tenure import Status, Store, Task
+from tenure import InvalidInput, Lease, Status, Store, Task
+from tenure.store import ReserveParams
 from tests.apps import own_transaction
 from tests.integration.workers import (
     WorkerProcess,
@@ -91,6 +92,27 @@ def test_a_transaction_rolled_back_after_the_ending_fails_the_attempt(
     assert task.result == {"label": "c", "attempt": 2}
     assert ledger(booked) == [("c", 2)]
     worker.wait_for_log("NotCommitted")
+
+
+def test_an_ending_outside_a_transaction_is_refused(store: Store, store_url: str) -> None:
+    """On a connection with no transaction open the ending would commit on its
+    own, apart from the work: refused, and the task still runs."""
+    task = book(store, "d", "commit", Path("."))
+    [held] = store.task_reserve(ReserveParams(owner="w"))
+    lease = Lease(held.id, "w", held.lease_token or 0)
+    if store_url.startswith("sqlite"):
+        conn: Any = sqlite3.connect(store_url.removeprefix("sqlite:///"), isolation_level=None)
+    else:
+        import psycopg
+
+        conn = psycopg.connect(store_url, autocommit=True)
+    try:
+        with pytest.raises(InvalidInput, match="connection: has no transaction open"):
+            store.task_complete(lease, 1, connection=conn)
+    finally:
+        conn.close()
+    running = store.task_get(task.id)
+    assert running is not None and running.status is Status.RUNNING
 
 
 def _read(path: Path) -> str | None:

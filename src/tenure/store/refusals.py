@@ -35,6 +35,13 @@ LOST_ERROR = TaskError(
 """The error a task ends with when its last attempt's holder vanished."""
 
 
+NO_TRANSACTION = (
+    "has no transaction open: the task's ending would commit on its own, apart "
+    "from the work it belongs with (begin one first)"
+)
+"""Why a task's ending is refused on a caller's connection outside a transaction."""
+
+
 def refusal(task: Task | None, lease: Lease, target: Status) -> TenureError:
     """Why a holder's write of ``lease`` towards ``target`` changed nothing.
 

@@ -24,6 +24,10 @@ class Held:
     deadline: float | None = None  # timeout, by the monotonic clock, once running
     running: bool = False
     ended: bool = False
+    wrote_own: bool = False
+    """Its task wrote its own ending in a transaction of its own (``complete_in``):
+    its row is the task's until that transaction ends, so the keepalive and the
+    cancel watch leave it alone (the worker settles it when the task returns)."""
 
 
 class Holdings:

@@ -113,7 +113,9 @@ class Keepalive:
 
     def extend(self, held_now: list[Held]) -> None:
         """Extend these leases in one round trip; abandon the executions of those
-        refused (the keepalive's, and the cancel watch's)."""
+        refused (the keepalive's, and the cancel watch's). A task that wrote its
+        own ending is left out: its transaction may hold its row until it ends."""
+        held_now = [held for held in held_now if not held.wrote_own]
         if not held_now:
             return
         sent = time.monotonic()

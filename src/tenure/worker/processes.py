@@ -218,14 +218,14 @@ class _Child:
         """Tell the task the child runs to stop (only if it runs ``task_id``),
         and kill the child if that same execution still runs ``grace`` seconds
         later."""
-        with self._lock:
+        with self._lock:  # held while signalling: no next task is handed over meanwhile
             if self._running != task_id or self._abandoned or self._process is None:
                 return
             self._abandoned = True
             execution, pid = self._execution, self._process.pid
-        if pid is not None:
-            with contextlib.suppress(OSError):  # it may have just died
-                os.kill(pid, STOP_SIGNAL)
+            if pid is not None:
+                with contextlib.suppress(OSError):  # it may have just died
+                    os.kill(pid, STOP_SIGNAL)
         timer = threading.Timer(grace, self.kill, args=(execution,))
         timer.name, timer.daemon = f"tenure-proc-stop-{task_id}", True
         timer.start()

@@ -21,6 +21,7 @@ from tenure.control import Link
 from tenure.errors import InvalidInput, StoreError, TenureError
 from tenure.store import Store
 from tenure.task import Lease
+from tenure.worker.held import Holdings
 
 log = logging.getLogger("tenure.worker")
 
@@ -55,10 +56,12 @@ class Progressed:
 
 
 class ProgressWriter:
-    """``progress(lease, fraction, note)`` for an executor, to ``store``."""
+    """``progress(lease, fraction, note)`` for an executor, to ``store``; a task
+    that writes its own ending is marked in ``holdings``."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, holdings: Holdings | None = None) -> None:
         self.store = store
+        self.holdings = holdings
 
     def __call__(self, lease: Lease, fraction: float, note: str | None) -> None:
         try:
@@ -74,3 +77,6 @@ class ProgressWriter:
         """Unlike progress, every refusal is raised: the task's transaction
         must not commit without its ending."""
         self.store.task_complete(lease, result, connection=connection)
+        held = None if self.holdings is None else self.holdings.get(lease.task_id)
+        if held is not None and held.lease == lease:
+            held.wrote_own = True

@@ -88,7 +88,7 @@ class CancelWatch:
 
     def _look(self) -> None:
         """Read which running tasks' leases are lost; check those."""
-        running = [held for held in self.holdings if held.running and not held.ended]
+        running = [h for h in self.holdings if h.running and not h.ended and not h.wrote_own]
         if not running:
             return
         try:

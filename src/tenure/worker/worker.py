@@ -194,7 +194,8 @@ class Worker:
         limit = min(self.registry.max_payload_bytes, store.max_payload_bytes)
         self.registry.max_payload_bytes = limit
         teller = self._teller = Teller(store, self.registry.hooks, self.unknown_names.tell)
-        executor = make_executor(self.pool, self.registry, self.concurrency, ProgressWriter(store))
+        writer = ProgressWriter(store, self.holdings)
+        executor = make_executor(self.pool, self.registry, self.concurrency, writer)
         completer = Completer(
             store, self.holdings, self.registry.backoff_of, give_up=self._hurry, teller=teller
         )

@@ -27,10 +27,10 @@ from functools import partial
 from typing import Any, ClassVar
 
 import psycopg
-from psycopg import conninfo
+from psycopg import conninfo, pq
 from psycopg_pool import ConnectionPool
 
-from tenure.errors import ConfigError, LeaseLost
+from tenure.errors import ConfigError, InvalidInput, LeaseLost
 from tenure.store import validate
 from tenure.store.backend import Positioned
 from tenure.store.base import Store
@@ -50,7 +50,7 @@ from tenure.store.postgres.params import store_params
 from tenure.store.postgres.pooling import Pool
 from tenure.store.postgres.rows import Row
 from tenure.store.postgres.statements import Connection
-from tenure.store.refusals import LOST_ERROR, Answer, admin_refusal, refusal
+from tenure.store.refusals import LOST_ERROR, NO_TRANSACTION, Answer, admin_refusal, refusal
 from tenure.store.sqlreads import Rows, SqlReads
 from tenure.store.types import (
     Failure,
@@ -328,6 +328,8 @@ class PostgresStore(Listening, PostgresLog, SqlReads, Store):
         """The completion statement on the caller's connection, in its open
         transaction; a miss is explained from what that transaction sees."""
         conn = statements.callers(connection)
+        if conn.info.transaction_status != pq.TransactionStatus.INTRANS:
+            raise InvalidInput("connection", NO_TRANSACTION)
         params = {**rows.lease_params([lease], now), "results": TextArray([result])}
         outcomes: list[Answer | None] = [None]
         with translated():

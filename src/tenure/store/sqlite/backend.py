@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from tenure.clock import epoch_or_now, from_epoch, utcnow
-from tenure.errors import ConfigError, DuplicateTask, LeaseLost, StoreError
+from tenure.errors import ConfigError, DuplicateTask, InvalidInput, LeaseLost, StoreError
 from tenure.store.backend import (
     EventPosition,
     EventRead,
@@ -30,7 +30,7 @@ from tenure.store.backend import (
     Positioned,
 )
 from tenure.store.base import DEFAULT_MAX_PAYLOAD_BYTES, Store
-from tenure.store.refusals import LOST_ERROR, Answer, admin_refusal, refusal
+from tenure.store.refusals import LOST_ERROR, NO_TRANSACTION, Answer, admin_refusal, refusal
 from tenure.store.sqlite import eventlog, is_memory_path, rows, schema, unique
 from tenure.store.sqlite.connections import Connections, begin_write, translated
 from tenure.store.sqlite.schema import Q
@@ -275,6 +275,8 @@ class SQLiteStore(Watching, SqlReads, Store):
     def _task_complete_in(
         self, lease: Lease, result: str, now: datetime | None, connection: Any
     ) -> Answer:
+        if isinstance(connection, sqlite3.Connection) and not connection.in_transaction:
+            raise InvalidInput("connection", NO_TRANSACTION)
         params = {"result": result, "now": epoch_or_now(now)}
         sql = Q["complete_tasks"]
         with self._within(connection) as conn:
