@@ -16,7 +16,7 @@ from tenure.store import NewTask
 from tenure.store.postgres import wanting
 from tenure.store.postgres.backend import PostgresStore
 from tests.conftest import _empty_postgres
-from tests.integration.waiting import WAKE_BOUND, Waiting
+from tests.integration.waiting import WAKE_BOUND, Waiting, heard
 
 LONG = 60.0
 
@@ -186,20 +186,6 @@ def test_an_enqueue_at_repeatable_read_wakes_a_waiter_registered_after_its_snaps
     assert waiting.result() is True
 
 
-def heard(listening: psycopg.Connection[Any], url: str) -> list[str]:
-    """The payloads ``listening`` is sent up to now: a marker notified now
-    arrives after every notification committed before it (one queue, in commit
-    order), so no wait for what does not come."""
-    with psycopg.connect(url, autocommit=True) as marking:
-        marking.execute("NOTIFY tenure_tasks, 'marker'")
-    payloads = []
-    for notification in listening.notifies(timeout=WAKE_BOUND):
-        if notification.payload == "marker":
-            return payloads
-        payloads.append(notification.payload)
-    raise AssertionError(f"the marker did not come within {WAKE_BOUND} s")
-
-
 def test_no_one_is_notified_while_no_one_waits(url: str, producer: PostgresStore) -> None:
     """The point of registering: a commit with nobody waiting sends nothing."""
     with psycopg.connect(url, autocommit=True) as listening:
@@ -211,7 +197,7 @@ def test_no_one_is_notified_while_no_one_waits(url: str, producer: PostgresStore
         try:
             assert registered.task_wait(["alone"], 0) is True  # registered now
             producer.task_create(NewTask(topic="alone", name="n"))
-            assert heard(listening, url) == ["alone"]
+            assert [n.payload for n in heard(listening, url)] == ["alone"]
         finally:
             registered.close()
 

@@ -1,15 +1,36 @@
-"""``task_wait`` on a thread of its own, for the PostgreSQL wake-up tests."""
+"""``task_wait`` on a thread of its own, and what a LISTEN connection was sent,
+for the PostgreSQL wake-up tests."""
 
 from __future__ import annotations
 
 import threading
 import time
 from collections.abc import Sequence
+from typing import Any
+
+import psycopg
 
 from tenure.store import Store
 
 WAKE_BOUND = 5.0
 """Seconds within which a waiter must wake; its own timeout is far longer."""
+
+
+def heard(
+    listening: psycopg.Connection[Any], url: str, channel: str = "tenure_tasks"
+) -> list[psycopg.Notify]:
+    """The notifications ``listening`` was sent up to now: a marker notified now
+    on ``channel`` (which ``listening`` listens to) arrives after everything
+    committed before it (one queue, in commit order), so no wait for what does
+    not come."""
+    with psycopg.connect(url, autocommit=True) as marking:
+        marking.execute("SELECT pg_notify(%s, 'marker')", (channel,))
+    found = []
+    for notification in listening.notifies(timeout=WAKE_BOUND):
+        if notification.payload == "marker":
+            return found
+        found.append(notification)
+    raise AssertionError(f"the marker did not come within {WAKE_BOUND} s")
 
 
 class Waiting:

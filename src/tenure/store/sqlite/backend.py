@@ -280,7 +280,9 @@ class SQLiteStore(Watching, SqlReads, Store):
         params = {"result": result, "now": epoch_or_now(now)}
         sql = Q["complete_tasks"]
         with self._within(connection) as conn:
-            return _held_write(conn, sql, rows.task, lease, params, target=Status.DONE)
+            by_name = conn.cursor()  # a caller's connection has no row factory
+            by_name.row_factory = sqlite3.Row
+            return _held_write(by_name, sql, rows.task, lease, params, target=Status.DONE)
 
     def _leases_lost(self, leases: list[Lease]) -> list[str]:
         held = json.dumps([[lease.task_id, lease.token, lease.owner] for lease in leases])
@@ -493,7 +495,7 @@ class SQLiteStore(Watching, SqlReads, Store):
 
 
 def _held_write(
-    conn: sqlite3.Connection,
+    conn: sqlite3.Connection | sqlite3.Cursor,
     sql: str,
     read: Callable[[sqlite3.Row], Answer],
     lease: Lease,
@@ -502,12 +504,10 @@ def _held_write(
     target: Status,
 ) -> Answer:
     """One holder write under ``lease``; a miss explained from the task as it is.
-    Rows are read by name whoever made ``conn`` (a caller's has no row factory)."""
+    ``conn`` reads rows by name."""
     held = {"id": lease.task_id, "token": lease.token, "owner": lease.owner}
-    cursor = conn.cursor()
-    cursor.row_factory = sqlite3.Row
-    row = cursor.execute(sql, {**held, **params}).fetchone()
+    row = conn.execute(sql, {**held, **params}).fetchone()
     if row is not None:
         return read(row)
-    current = cursor.execute(Q["get_task"], {"id": lease.task_id}).fetchone()
+    current = conn.execute(Q["get_task"], {"id": lease.task_id}).fetchone()
     return refusal(None if current is None else rows.task(current), lease, target)
