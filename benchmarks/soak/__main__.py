@@ -71,7 +71,9 @@ def start_workers(url: str, args: argparse.Namespace) -> list[subprocess.Popen[b
     command = [sys.executable, "-m", "tenure", "worker", "--app", APP_PATH, "--url", url,
                "--retention", str(args.retention), "--concurrency", str(args.concurrency),
                "--log-level", "warning"]  # fmt: skip
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # This checkout's tenure, not whichever one the interpreter has installed:
+    # a run in a second working tree measures that tree's code.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
     # The argv is this interpreter and the run's own numbers.
     return [subprocess.Popen(command, cwd=ROOT, env=env) for _ in range(args.workers)]  # noqa: S603
 

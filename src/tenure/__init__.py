@@ -12,6 +12,7 @@ from tenure.control import Cancel, Current, Retry, Snooze, current
 from tenure.errors import (
     AlreadyDone,
     AmbiguousId,
+    ChainStopped,
     ConfigError,
     DuplicateTask,
     EventsPruned,
@@ -29,13 +30,24 @@ from tenure.errors import (
     UniqueConflict,
     WrongOwner,
 )
+from tenure.flowhandles import ChainHandle, GroupHandle
 from tenure.function import Call, TaskFunction
 from tenure.handle import TaskHandle
 from tenure.hooks import Middleware, Outcome
 from tenure.retry import Backoff
 from tenure.store import Event, Store, open_store
-from tenure.task import TRANSITIONS, Lease, LockPhase, OnConflict, Status, Task, TaskError
+from tenure.task import (
+    TRANSITIONS,
+    Ended,
+    Lease,
+    LockPhase,
+    OnConflict,
+    Status,
+    Task,
+    TaskError,
+)
 from tenure.unique import Unique
+from tenure.workflows import Chain, Group, Signature, group
 
 __version__ = "0.1.0"
 
@@ -47,11 +59,17 @@ __all__ = [
     "Backoff",
     "Call",
     "Cancel",
+    "Chain",
+    "ChainHandle",
+    "ChainStopped",
     "ConfigError",
     "Current",
     "DuplicateTask",
+    "Ended",
     "Event",
     "EventsPruned",
+    "Group",
+    "GroupHandle",
     "InvalidInput",
     "InvalidTransition",
     "Lease",
@@ -63,6 +81,7 @@ __all__ = [
     "OnConflict",
     "Outcome",
     "Retry",
+    "Signature",
     "Snooze",
     "Status",
     "Store",
@@ -81,6 +100,7 @@ __all__ = [
     "WrongOwner",
     "__version__",
     "current",
+    "group",
     "open_store",
 ]
 

@@ -9,15 +9,17 @@ with ``@app.task`` can be enqueued by name or run by a worker.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, Unpack, overload
 
+from tenure import workflows
 from tenure.admin import TaskAdmin
 from tenure.checks import seconds as check_seconds
 from tenure.errors import ConfigError
 from tenure.events import Events
+from tenure.flowhandles import GroupHandle
 from tenure.function import Declaration, TaskFunction, declare
 from tenure.handle import TaskHandle
 from tenure.hooks import Hook, HookKind, Hooks, Middleware
@@ -31,6 +33,7 @@ from tenure.store import DEFAULT_MAX_PAYLOAD_BYTES, Store, open_store, resolve_u
 from tenure.store.url import redact
 from tenure.store.validate import status as check_status
 from tenure.unique import DEFAULT_TTL
+from tenure.workflows import Signature
 
 if TYPE_CHECKING:
     from tenure.task import Task
@@ -191,6 +194,22 @@ class App:
     def enqueue(self, name: str, *args: Any, **kwargs: Any) -> TaskHandle[Any]:
         """Enqueue the registered task ``name``; an unknown name is refused."""
         return self.lookup(name).enqueue(*args, **kwargs)
+
+    def group(
+        self,
+        members: Iterable[Signature[Any]],
+        *,
+        on_complete: Signature[Any] | None = None,
+        group_id: str | None = None,
+        connection: Any = None,
+    ) -> GroupHandle:
+        """Enqueue ``members`` (``task.s(...)``) to run side by side, in one
+        transaction, and ``on_complete`` once every one has ended, with how
+        each ended (a list of :class:`~tenure.Ended`): exactly once, decided
+        by the store with the last member's ending. ``connection``: written in
+        the caller's open transaction. See :mod:`tenure.workflows`."""
+        planned = workflows.group(members, on_complete=on_complete, group_id=group_id)
+        return planned.enqueue(connection=connection)
 
     def lookup(self, name: str) -> TaskFunction[Any, Any]:
         """The registered task called ``name``."""

@@ -120,6 +120,19 @@ class TaskCancelled(TenureError):
         self.task = task
 
 
+class ChainStopped(TenureError):
+    """A task of a chain failed or was cancelled, and the tasks after it were
+    cancelled; ``task`` is the one where it stopped, its ``error`` says why."""
+
+    def __init__(self, task: Any) -> None:
+        error = task.error
+        reason = "" if error is None else f": {error.type}: {error.message}"
+        super().__init__(
+            f"the chain stopped at task {task.id} ({task.name}), {task.status}{reason}"
+        )
+        self.task = task
+
+
 class UniqueConflict(TenureError):
     """A unique task's lock is held by another task (``holder``, when known).
 

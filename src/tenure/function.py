@@ -36,6 +36,7 @@ from tenure.retry import Backoff
 from tenure.store.types import NewTask
 from tenure.task import OnConflict, Task, UniqueRule
 from tenure.unique import Unique, lock_key
+from tenure.workflows import Signature
 
 if TYPE_CHECKING:
     from tenure.store import Store
@@ -260,6 +261,13 @@ class TaskFunction(Generic[P, R]):
         options = replace(self._options, **overrides)
         return TaskFunction(self.app, self.fn, self.config, options)
 
+    def s(self, *args: Any, **kwargs: Any) -> Signature[R]:
+        """This task with some of its arguments, for a workflow:
+        ``add.s(1, 2).then(mul.s(10))``, ``app.group([...], on_complete=report.s())``.
+        Checked when the workflow is enqueued, knowing what the task is given
+        first by the tasks before it."""
+        return Signature(self, args, kwargs)
+
     def call(self, *args: P.args, **kwargs: P.kwargs) -> Call[P, R]:
         """This task with these arguments, checked but not run nor stored: an
         item for :meth:`enqueue_many`."""
@@ -369,10 +377,19 @@ class TaskFunction(Generic[P, R]):
         return tasks
 
     def new_task(
-        self, args: Sequence[Any], kwargs: Mapping[str, Any], index: int | None = None
+        self,
+        args: Sequence[Any],
+        kwargs: Mapping[str, Any],
+        index: int | None = None,
+        *,
+        where: str | None = None,
+        given: bool = False,
     ) -> NewTask:
-        """The task that would be stored for this call (arguments checked)."""
-        self._bind(args, kwargs, "args" if index is None else f"calls[{index}]")
+        """The task that would be stored for this call (arguments checked,
+        ``given``: after one more argument first, what a workflow's task is
+        given by the tasks before it). ``where`` names it in a refusal."""
+        where = where or ("args" if index is None else f"calls[{index}]")
+        self._bind((None, *args) if given else args, kwargs, where)
         config, opts = self.config, self._options
         return NewTask(
             # An option given empty is refused by the store, never read as "unset".

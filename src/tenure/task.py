@@ -21,6 +21,9 @@ JSON = Any
 class Status(StrEnum):
     """Where a task is in its life. Values are the strings stored."""
 
+    WAITING = "waiting"
+    """Behind a gate of a workflow (a group's callback, a chain's next link):
+    pending when every task before it has ended."""
     PENDING = "pending"
     RUNNING = "running"
     SNOOZED = "snoozed"
@@ -30,6 +33,8 @@ class Status(StrEnum):
 
 
 TRANSITIONS: Mapping[Status, frozenset[Status]] = {
+    # its gate opens; its gate breaks (a chain stopped before it), or cancel
+    Status.WAITING: frozenset({Status.PENDING, Status.CANCELLED}),
     # reserve; cancel
     Status.PENDING: frozenset({Status.RUNNING, Status.CANCELLED}),
     # complete; fail (last attempt, or revoked with no attempt left); retry, revoke,
@@ -86,6 +91,66 @@ class TaskError:
         return cls(str(value["type"]), str(value["message"]), str(value.get("traceback", "")))
 
 
+class GateMode(StrEnum):
+    """When a gate lets the tasks behind it go (:class:`~tenure.store.types.NewGate`)."""
+
+    ALL_ENDED = "all_ended"
+    """Once every member has ended, done, failed or cancelled (a group's callback)."""
+    ALL_DONE = "all_done"
+    """Once every member is done; the first member failed or cancelled instead
+    cancels everything waiting behind the gate, and behind those (a chain)."""
+
+
+class GateShape(StrEnum):
+    """What a task released by a gate is given first, before its own arguments."""
+
+    OUTCOMES = "outcomes"
+    """Every member's :class:`Ended`, in the members' order (a group's callback)."""
+    RESULT = "result"
+    """The one member's result (a chain's link after a task)."""
+    RESULTS = "results"
+    """Every member's result, in the members' order (a chain's link after a group)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ended:
+    """How one member of a gate ended, as the task behind it is given it (a
+    group's callback gets one per member)."""
+
+    id: str
+    status: Status
+    result: Any = None
+    error: TaskError | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Whether the task is done (its result is in ``result``)."""
+        return self.status is Status.DONE
+
+    @classmethod
+    def from_json(cls, value: Mapping[str, Any]) -> Ended:
+        """One of the outcomes a gate stored (``Task.upstream``)."""
+        error = value.get("error")
+        return cls(
+            str(value["id"]),
+            Status(value["status"]),
+            value.get("result"),
+            None if error is None else TaskError.from_json(error),
+        )
+
+
+def given(upstream: Mapping[str, Any]) -> Any:
+    """What a task released by a gate is given before its own arguments, from
+    what the gate stored (``Task.upstream``), as its :class:`GateShape` says."""
+    outcomes = upstream["outcomes"]
+    shape = GateShape(upstream["shape"])
+    if shape is GateShape.RESULT:
+        return outcomes[0]["result"]
+    if shape is GateShape.RESULTS:
+        return [outcome["result"] for outcome in outcomes]
+    return [Ended.from_json(outcome) for outcome in outcomes]
+
+
 @quick_init
 @dataclass(frozen=True, slots=True)
 class Task:
@@ -124,6 +189,13 @@ class Task:
     (``tenure.current().progress``); kept once it ends."""
     progress_note: str | None = None
     """What the task said with its last progress ("step 2 of 5")."""
+    gate_in: str | None = None
+    """The gate this task waits behind (a workflow's), if any."""
+    gate_out: str | None = None
+    """The gate whose members this task is one of, if any."""
+    upstream: JSON = None
+    """What its gate gave it when it opened: ``{"shape": …, "outcomes": [{"id",
+    "status", "result", "error"}, …]}`` (:class:`GateShape`); ``None`` before."""
 
     @property
     def finished(self) -> bool:

@@ -6,7 +6,7 @@ import time
 from datetime import UTC, datetime, timedelta
 
 from tenure import Event, Lease, Status, Store, Task, TaskError
-from tenure.store import NewTask, ReserveParams
+from tenure.store import NewGate, NewTask, ReserveParams
 
 OWNER = "worker-1"
 
@@ -29,6 +29,10 @@ def reserve_one(store: Store, owner: str = OWNER, **params: object) -> tuple[Tas
 def reach(store: Store, status: Status, **fields: object) -> tuple[Task, Lease | None]:
     """A new task brought to ``status`` by the ordinary operations, and the lease
     it last ran under (``None`` if it never ran)."""
+    if status is Status.WAITING:  # behind a gate, whose one member is pending
+        member = new(topic="reach-waiting-member")
+        gate = NewGate("reach-waiting", (0,), (1,))
+        return store.flow_create([member, new(topic="reach-waiting", **fields)], [gate])[1], None
     task = store.task_create(new(topic=f"reach-{status}", **fields))
     if status is Status.PENDING:
         return task, None

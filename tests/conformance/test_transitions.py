@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import pytest
 
 from tenure import InvalidTransition, Lease, LeaseError, Status, Store, Task, TaskNotFound
-from tenure.store import ReserveParams
+from tenure.store import ReserveParams, TaskFilter
 from tenure.task import CANCELLABLE, RETRYABLE, TRANSITIONS
 from tests.conformance.support import ERROR, OWNER, events_since, last_event_cursor, reach
 
@@ -25,6 +25,16 @@ def _reserve(store: Store, task: Task, _: Lease) -> Task | None:
     return found[0] if found else None
 
 
+def _open_gate(store: Store, task: Task, _: Lease) -> Task | None:
+    """Cancel the members of the gate ``task`` waits behind (a flow's task)."""
+    if task.gate_in is None:
+        return None
+    members = store.task_list(TaskFilter(topic="reach-waiting-member")).tasks
+    for member in members:
+        store.task_cancel(member.id)
+    return store.task_get(task.id)
+
+
 @dataclass(frozen=True)
 class Op:
     apply: Apply
@@ -34,6 +44,7 @@ class Op:
 
 RUNNING_ONLY = frozenset({Status.RUNNING})
 OPS: dict[str, Op] = {
+    "open-gate": Op(_open_gate, Status.PENDING, frozenset({Status.WAITING})),
     "reserve": Op(_reserve, Status.RUNNING, frozenset({Status.PENDING})),
     "complete": Op(lambda s, t, lease: s.task_complete(lease, 1), Status.DONE, RUNNING_ONLY),
     "fail": Op(lambda s, t, lease: s.task_fail(lease, ERROR), Status.FAILED, RUNNING_ONLY),
@@ -71,7 +82,7 @@ def test_transition(store: Store, op_name: str, status: Status) -> None:
         after = op.apply(store, task, lease)
         assert after is not None and after.status is op.target
         assert after.record_ver > task.record_ver
-        [event] = events_since(store, before)
+        [event] = [e for e in events_since(store, before) if e.task_id == task.id]
         assert (event.task_id, event.from_status, event.to_status) == (task.id, status, op.target)
         # The event names the task as it is after the transition: its topic and
         # name, its attempt count, and the worker holding (or last holding) it.

@@ -18,11 +18,17 @@ def test_exported_names_are_pinned() -> None:
             "Backoff",
             "Call",
             "Cancel",
+            "Chain",
+            "ChainHandle",
+            "ChainStopped",
             "ConfigError",
             "Current",
             "DuplicateTask",
+            "Ended",
             "Event",
             "EventsPruned",
+            "Group",
+            "GroupHandle",
             "InvalidInput",
             "InvalidTransition",
             "Lease",
@@ -34,6 +40,7 @@ def test_exported_names_are_pinned() -> None:
             "OnConflict",
             "Outcome",
             "Retry",
+            "Signature",
             "Snooze",
             "Status",
             "Store",
@@ -52,6 +59,7 @@ def test_exported_names_are_pinned() -> None:
             "WrongOwner",
             "__version__",
             "current",
+            "group",
             "open_store",
         ]
     )
@@ -103,6 +111,7 @@ def test_status_is_a_string_enum() -> None:
     assert tenure.Status.DONE == "done"
     assert tenure.Status("snoozed") is tenure.Status.SNOOZED
     assert [s.value for s in tenure.Status] == [
+        "waiting",
         "pending",
         "running",
         "snoozed",

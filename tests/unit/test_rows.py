@@ -124,5 +124,8 @@ def test_the_sqlite_insert_binds_each_value_to_its_own_column() -> None:
         "unique_on_conflict": "reject",
         "unique_ttl": 30.0,
         "unique_retry_in": 4.0,
+        "status": "pending",
+        "gate_in": None,
+        "gate_out": None,
     }
     assert list(values)[sqlite_rows.RUN_AT] == "run_at"

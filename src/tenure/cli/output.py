@@ -23,6 +23,7 @@ and ``--json`` when it wants to parse them."""
 errors = Console(stderr=True, highlight=False, soft_wrap=True)
 
 STATUS_STYLE = {
+    "waiting": "blue",
     "pending": "yellow",
     "running": "cyan",
     "snoozed": "magenta",

@@ -205,10 +205,11 @@ def _show(args: argparse.Namespace) -> int:
         print_json({**task_json(task), "events": [event_json(e) for e in history]})
         return 0
     for field, value in task_json(task).items():
-        if field not in {"error", "data", "result"} and value not in (None, [], ""):
+        if field not in {"error", "data", "result", "upstream"} and value not in (None, [], ""):
             console.print(f"[bold]{field:>16}[/bold]  {escape(str(value))}", soft_wrap=True)
-    for field in ("data", "result"):
-        console.print(f"[bold]{field:>16}[/bold]  {escape(json.dumps(getattr(task, field)))}")
+    for field in ("data", "upstream", "result"):
+        if field != "upstream" or task.upstream is not None:
+            console.print(f"[bold]{field:>16}[/bold]  {escape(json.dumps(getattr(task, field)))}")
     if task.error is not None:
         console.print(f"[red bold]{'error':>16}[/red bold]  {escape(task.error.type)}: "
                       f"{escape(task.error.message)}", soft_wrap=True)  # fmt: skip

@@ -7,6 +7,8 @@ from tenure.store.types import (
     Completion,
     Event,
     Failure,
+    Gate,
+    NewGate,
     NewTask,
     Page,
     ReserveParams,
@@ -16,7 +18,7 @@ from tenure.store.types import (
     UniqueLock,
 )
 from tenure.store.url import DEFAULT_URL, open_store, resolve_url
-from tenure.task import Lease, LockPhase, OnConflict, UniqueRule
+from tenure.task import GateMode, GateShape, Lease, LockPhase, OnConflict, UniqueRule
 
 __all__ = [
     "DEFAULT_MAX_PAYLOAD_BYTES",
@@ -24,8 +26,12 @@ __all__ = [
     "Completion",
     "Event",
     "Failure",
+    "Gate",
+    "GateMode",
+    "GateShape",
     "Lease",
     "LockPhase",
+    "NewGate",
     "NewTask",
     "OnConflict",
     "Page",

@@ -23,8 +23,11 @@ from tenure.store.types import (
     Event,
     EventPage,
     Failure,
+    Gate,
     LeaderLease,
     LeaderState,
+    NewGate,
+    Placement,
     PreparedTask,
     QueueStats,
     Report,
@@ -86,6 +89,21 @@ class Backend(ABC):
     def _task_create_many(
         self, tasks: list[PreparedTask], now: datetime | None, connection: Any
     ) -> list[Task]: ...
+
+    @abstractmethod
+    def _flow_create(
+        self,
+        tasks: list[PreparedTask],
+        placements: list[Placement],
+        gates: list[NewGate],
+        now: datetime | None,
+        connection: Any,
+    ) -> list[Task]:
+        """Write ``gates`` and ``tasks`` (each placed as ``placements`` says,
+        waiting when it has a ``gate_in``), all or nothing."""
+
+    @abstractmethod
+    def _gate_get(self, gate_id: str) -> Gate | None: ...
 
     async def _atask_create_many(
         self, tasks: list[PreparedTask], now: datetime | None, connection: Any

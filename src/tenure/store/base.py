@@ -30,6 +30,7 @@ from tenure.store import cursor as cursors
 from tenure.store import validate
 from tenure.store.backend import Positioned
 from tenure.store.eventlog import EventLog
+from tenure.store.flows import Flows
 from tenure.store.grouping import GroupCommit
 from tenure.store.operating import Operating
 from tenure.store.presence import Presence
@@ -58,7 +59,7 @@ DEFAULT_MAX_PAYLOAD_BYTES = 1 << 20
 """Largest JSON payload or result accepted, in bytes (1 MiB)."""
 
 
-class Store(EventLog, Operating, Presence):
+class Store(EventLog, Operating, Presence, Flows):
     """A place where tasks live. Thread-safe; share one per process."""
 
     def __init__(self, *, max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES) -> None:
@@ -431,7 +432,8 @@ class Store(EventLog, Operating, Presence):
     ) -> int:
         """Delete up to ``limit`` tasks in ``statuses`` (done, failed and cancelled
         by default; only those) that finished more than ``older_than`` seconds
-        ago; return how many."""
+        ago; return how many. Up to ``limit`` gates that opened or broke as
+        long ago go too (``flow_create``)."""
         older_than = validate.seconds(older_than, "older_than", allow_zero=True)
         validate.moment(now, "now")
         chosen = sorted({validate.status(s, "statuses").value for s in statuses})

@@ -10,9 +10,21 @@ from typing import Any
 from tenure import serializer
 from tenure.errors import TenureError
 from tenure.frozen import quick_init
-from tenure.task import JSON, Lease, LockPhase, OnConflict, Status, Task, TaskError, UniqueRule
+from tenure.task import (
+    JSON,
+    GateMode,
+    GateShape,
+    Lease,
+    LockPhase,
+    OnConflict,
+    Status,
+    Task,
+    TaskError,
+    UniqueRule,
+)
 
-__all__ = ["Lease", "LockPhase", "OnConflict", "UniqueRule"]  # shared values, named here too
+__all__ = ["GateMode", "GateShape", "Lease", "LockPhase", "OnConflict", "UniqueRule"]
+# (shared values, named here too)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +106,46 @@ class PreparedTask:
             updated_at=at,
             unique_key=None if self.unique is None else self.unique.key,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class NewGate:
+    """A gate between tasks created together (``Store.flow_create``), naming
+    them by their places in that call's ``tasks``: those ``waiting`` are created
+    waiting, and become pending, given the ``members``' outcomes, in the
+    transaction of the last member's ending. In mode ``all_done`` the first
+    member failed or cancelled cancels them instead, and every task waiting
+    behind them, in its own transaction. A task is a member of one gate at most
+    and waits behind one at most."""
+
+    id: str
+    members: tuple[int, ...]
+    waiting: tuple[int, ...]
+    mode: GateMode = GateMode.ALL_ENDED
+    shape: GateShape = GateShape.OUTCOMES
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """A gate as stored: how many of its members have not ended yet, and when
+    it opened (its waiting tasks released) or broke (they were cancelled)."""
+
+    id: str
+    mode: GateMode
+    shape: GateShape
+    remaining: int
+    created_at: datetime
+    opened_at: datetime | None = None
+    broken_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """A flow's task as the store writes it: created waiting behind ``gate_in``
+    (if set), a member of ``gate_out`` (if set)."""
+
+    gate_in: str | None
+    gate_out: str | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ from tenure.control import Cancel, Current, Link, Retry, Snooze, set_current
 from tenure.errors import InvalidInput
 from tenure.frozen import quick_init
 from tenure.hooks import executing
-from tenure.task import Lease, Task, TaskError
+from tenure.task import Lease, Task, TaskError, given
 from tenure.worker.loops import Cancellation, ThreadLoop
 
 if TYPE_CHECKING:
@@ -98,12 +98,23 @@ def resolve(registry: Registry, task: Task) -> TaskFunction[Any, Any] | Raised:
     if found is None:
         message = f"no task named {task.name!r} is registered in this worker"
         return Raised(TaskError("UnknownTask", message), final=True)
+    if task.gate_in is not None and task.upstream is None:
+        message = (
+            f"it waits behind gate {task.gate_in}, which has not opened, so what the tasks "
+            "before it returned is not known: retry those, or enqueue this task anew"
+        )
+        return Raised(TaskError("UpstreamMissing", message), final=True)
     return found
 
 
 def split_data(task: Task) -> tuple[list[Any], dict[str, Any]]:
+    """The arguments to call ``task``'s function with: what its gate gave it
+    (a flow's task), then its own."""
     data = task.data if isinstance(task.data, dict) else {}
-    return list(data.get("args", [])), dict(data.get("kwargs", {}))
+    args = list(data.get("args", []))
+    if task.upstream is not None:
+        args.insert(0, given(task.upstream))
+    return args, dict(data.get("kwargs", {}))
 
 
 def is_coroutine_task(registry: Registry, task: Task) -> bool:

@@ -102,9 +102,12 @@ def task(app: App, id_or_prefix: str) -> Context:
     for before, event in zip([None, *history], history, strict=False):
         gap = None if before is None else (event.at - before.at).total_seconds()
         steps.append((event, gap))
+    store = admin.store
     return {
         "task": found,
         "steps": steps,
+        "waits_for": None if found.gate_in is None else store.gate_get(found.gate_in),
+        "counted_by": None if found.gate_out is None else store.gate_get(found.gate_out),
         "can_retry": found.status in RETRYABLE,
         "can_cancel": found.status not in FINISHED,
         "now": admin.store.clock_now(),

@@ -34,6 +34,7 @@ from tenure.errors import ConfigError, InvalidInput, LeaseLost
 from tenure.store import validate
 from tenure.store.backend import Positioned
 from tenure.store.base import Store
+from tenure.store.flows import placed
 from tenure.store.postgres import copying, pooler, rows, schema, statements
 from tenure.store.postgres.arrays import TextArray
 from tenure.store.postgres.driver import (
@@ -54,8 +55,11 @@ from tenure.store.refusals import LOST_ERROR, NO_TRANSACTION, Answer, admin_refu
 from tenure.store.sqlreads import Rows, SqlReads
 from tenure.store.types import (
     Failure,
+    Gate,
     LeaderLease,
     LeaderState,
+    NewGate,
+    Placement,
     PreparedTask,
     ReserveParams,
     UniqueLock,
@@ -219,6 +223,27 @@ class PostgresStore(Listening, PostgresLog, SqlReads, Store):
             with translated():
                 inserted = self._sql.insert(statements.callers(connection), batch)
         return _created(tasks, inserted)
+
+    def _flow_create(
+        self,
+        tasks: list[PreparedTask],
+        placements: list[Placement],
+        gates: list[NewGate],
+        now: datetime | None,
+        connection: Any,
+    ) -> list[Task]:
+        batch = statements.flow_insert_of(tasks, placements, gates, now)
+        if connection is None:
+            with self._connection() as conn:
+                inserted = self._sql.insert(conn, batch)
+        else:
+            with translated():
+                inserted = self._sql.insert(statements.callers(connection), batch)
+        return placed(_created(tasks, inserted), placements)
+
+    def _gate_get(self, gate_id: str) -> Gate | None:
+        found = self._read("get_gate", {"id": gate_id})
+        return rows.gate(found[0]) if found else None
 
     async def _atask_create_many(
         self, tasks: list[PreparedTask], now: datetime | None, connection: Any
@@ -402,6 +427,7 @@ class PostgresStore(Listening, PostgresLog, SqlReads, Store):
         self, older_than: float, limit: int, now: datetime | None, statuses: list[str]
     ) -> int:
         params = {"older_than": older_than, "limit": limit, "now": now, "statuses": statuses}
+        self._count_of("prune_gates", params)
         return self._count_of("prune_tasks", params)
 
     def _event_prune(self, older_than: float, limit: int, now: datetime | None) -> int:

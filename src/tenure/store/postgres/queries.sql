@@ -26,7 +26,7 @@ t.seq, t.id, t.topic, t.sub_topic, t.name, t.status, t.data, t.result, t.error, 
 t.description, t.priority, t.attempts, t.max_attempts, t.tags, t.assignee, t.timeout,
 t.run_at, t.created_at, t.updated_at, t.started_at, t.finished_at, t.duration,
 t.lease_owner, t.lease_expires_at, t.lease_token, t.lease_seconds, t.record_ver, t.unique_key,
-t.progress, t.progress_note
+t.progress, t.progress_note, t.gate_in, t.gate_out, t.upstream
 
 -- What a batch holder write answers with (TaskState): no payloads sent back.
 -- fragment: task_state
@@ -40,30 +40,44 @@ max_attempts, tags, timeout, run_at, created_at, updated_at,
 unique_key, unique_lock, unique_on_conflict, unique_ttl, unique_retry_in
 
 -- One statement creates the whole batch. (The name is SQLite's, whose
--- insert_task runs once per task.)
+-- insert_task runs once per task.) A flow's tasks (Store.flow_create) also
+-- give their status and gates; the others leave them out, and are pending.
 -- name: insert_task
-INSERT INTO {schema}.tasks AS t ({new_task_columns})
-SELECT n.id, n.topic, n.sub_topic, n.name, 'pending', n.data::json, n.group_id, n.description,
-       n.priority, n.max_attempts, n.tags, n.timeout,
+INSERT INTO {schema}.tasks AS t ({new_task_columns}, gate_in, gate_out)
+SELECT n.id, n.topic, n.sub_topic, n.name, COALESCE(n.status, 'pending'), n.data::json,
+       n.group_id, n.description, n.priority, n.max_attempts, n.tags, n.timeout,
        -- A task with neither run_at nor a delay keeps run_at NULL: runnable at once.
        COALESCE(n.run_at,
                 CASE WHEN n.delay > 0 THEN COALESCE(%(now)s::timestamptz, now())
                                            + make_interval(secs => n.delay) END),
        COALESCE(%(now)s::timestamptz, now()), COALESCE(%(now)s::timestamptz, now()),
-       n.unique_key, n.unique_lock, n.unique_on_conflict, n.unique_ttl, n.unique_retry_in
+       n.unique_key, n.unique_lock, n.unique_on_conflict, n.unique_ttl, n.unique_retry_in,
+       n.gate_in, n.gate_out
 FROM ROWS FROM (json_to_recordset(%(tasks)s::json) AS (
     id text, topic text, sub_topic text, name text, data text, group_id text,
     description text, priority bigint, max_attempts bigint, tags text[], timeout float8,
     run_at timestamptz, delay float8, unique_key text, unique_lock text,
-    unique_on_conflict text, unique_ttl float8, unique_retry_in float8
+    unique_on_conflict text, unique_ttl float8, unique_retry_in float8,
+    status text, gate_in text, gate_out text
 )) WITH ORDINALITY AS n(
     id, topic, sub_topic, name, data, group_id, description, priority, max_attempts, tags,
     timeout, run_at, delay, unique_key, unique_lock, unique_on_conflict, unique_ttl,
-    unique_retry_in, ord
+    unique_retry_in, status, gate_in, gate_out, ord
 )
 -- seq follows the caller's order. The rest of each task is what was sent.
 ORDER BY n.ord
 RETURNING t.id, t.created_at, t.run_at;
+
+-- A flow's gates, each with all its members remaining.
+-- name: insert_gates
+INSERT INTO {schema}.gates (id, mode, shape, remaining, created_at)
+SELECT g.id, g.mode, g.shape, g.remaining, COALESCE(%(now)s::timestamptz, now())
+FROM json_to_recordset(%(gates)s::json) AS g(id text, mode text, shape text, remaining bigint)
+RETURNING id;
+
+-- name: get_gate
+SELECT id, mode, shape, remaining, created_at, opened_at, broken_at
+FROM {schema}.gates WHERE id = %(id)s::text;
 
 -- One task: the same row as insert_task makes of it, its values bound one by
 -- one, which spares the server the JSON array (about 5% of the statement).
@@ -517,6 +531,20 @@ WITH picked AS MATERIALIZED (
 )
 SELECT count(*) AS count FROM gone;
 
+-- With the tasks, the gates that opened or broke before the retention (their
+-- tasks no longer need them).
+-- name: prune_gates
+WITH gone AS (
+    DELETE FROM {schema}.gates WHERE id IN (
+        SELECT id FROM {schema}.gates
+        WHERE COALESCE(opened_at, broken_at) < COALESCE(%(now)s::timestamptz, now())
+                                               - make_interval(secs => %(older_than)s::float8)
+        LIMIT %(limit)s::bigint
+    )
+    RETURNING 1
+)
+SELECT count(*) AS count FROM gone;
+
 -- How many finished tasks and events are older than the retention, each
 -- counted up to a cap: a bounded walk of tasks_finished and events_by_time.
 -- name: retention_backlog
@@ -753,7 +781,8 @@ BEGIN
         WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'p')
           AND c.relname = ANY (ARRAY['tasks', 'events', 'event_log', 'leaders', 'workers',
                                      'reports', 'task_counts', 'task_transitions',
-                                     'unique_locks', 'wake_wanted', 'tenure_migrations'])
+                                     'unique_locks', 'wake_wanted', 'gates',
+                                     'tenure_migrations'])
     LOOP
         EXECUTE format('ALTER TABLE public.%I SET SCHEMA %I', found.relname, target);
     END LOOP;
@@ -768,7 +797,7 @@ BEGIN
                 'tenure_tasks_tallied_deleted', 'tenure_tasks_tallied_truncated',
                 'tenure_tasks_tallied_updated', 'tenure_tasks_updated',
                 'tenure_unique_refused', 'tenure_unique_transition', 'tenure_wake',
-                'tenure_wake_checked'])
+                'tenure_wake_checked', 'tenure_gate_passed', 'tenure_gate_broken'])
     LOOP
         EXECUTE format('ALTER FUNCTION public.%I(%s) SET SCHEMA %I',
                        found.proname, found.arguments, target);

@@ -25,8 +25,11 @@ from tenure.store.types import (
     Event,
     EventPage,
     Failure,
+    Gate,
     LeaderLease,
     LeaderState,
+    NewGate,
+    Placement,
     PreparedTask,
     QueueStats,
     Report,
@@ -35,7 +38,7 @@ from tenure.store.types import (
     WorkerInfo,
     unique_columns,
 )
-from tenure.task import Lease, LockPhase, Status, Task, TaskError
+from tenure.task import GateMode, GateShape, Lease, LockPhase, Status, Task, TaskError
 
 if TYPE_CHECKING:
     from psycopg import Cursor
@@ -50,6 +53,50 @@ def insert_params(tasks: Sequence[PreparedTask], now: datetime | None) -> dict[s
         "now": now,
         "tasks": json.dumps([_insert_row(task) for task in tasks], ensure_ascii=False),
     }
+
+
+def flow_params(
+    tasks: Sequence[PreparedTask], placements: Sequence[Placement], now: datetime | None
+) -> dict[str, Any]:
+    """:func:`insert_params` for a flow's tasks: each with its gates, and
+    waiting when it stands behind one."""
+    return {
+        "now": now,
+        "tasks": json.dumps(
+            [
+                {
+                    **_insert_row(task),
+                    "status": "pending" if placed.gate_in is None else "waiting",
+                    "gate_in": placed.gate_in,
+                    "gate_out": placed.gate_out,
+                }
+                for task, placed in zip(tasks, placements, strict=True)
+            ],
+            ensure_ascii=False,
+        ),
+    }
+
+
+def gate_params(gates: Sequence[NewGate], now: datetime | None) -> dict[str, Any]:
+    """Parameters of ``insert_gates``: each gate with all its members remaining."""
+    rows = [
+        {"id": g.id, "mode": g.mode.value, "shape": g.shape.value, "remaining": len(g.members)}
+        for g in gates
+    ]
+    return {"now": now, "gates": json.dumps(rows, ensure_ascii=False)}
+
+
+def gate(row: Row) -> Gate:
+    """A gate from its row."""
+    return Gate(
+        id=row["id"],
+        mode=GateMode(row["mode"]),
+        shape=GateShape(row["shape"]),
+        remaining=row["remaining"],
+        created_at=row["created_at"].astimezone(UTC),
+        opened_at=_utc(row["opened_at"]),
+        broken_at=_utc(row["broken_at"]),
+    )
 
 
 def insert_one_params(task: PreparedTask, now: datetime | None) -> dict[str, Any]:

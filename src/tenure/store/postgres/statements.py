@@ -36,7 +36,7 @@ from tenure.store.postgres.driver import is_duplicate_id
 from tenure.store.postgres.pooling import PooledConnection
 from tenure.store.postgres.rows import Row
 from tenure.store.refusals import unique_conflict
-from tenure.store.types import PreparedTask
+from tenure.store.types import NewGate, Placement, PreparedTask
 
 Connection = psycopg.Connection[Any]
 AsyncConnection = psycopg.AsyncConnection[Any]
@@ -113,11 +113,13 @@ class Insert(NamedTuple):
     locking: list[tuple[int, str, str]]
     """(index, task id, lock key) of the tasks that take their unique lock at
     enqueue, in the same transaction."""
+    before: Sequence[Query] = ()
+    """Statements run first, whose rows are not tasks (a flow's gates)."""
 
     @property
     def several(self) -> bool:
         """Whether it runs as more than one statement."""
-        return len(self.parts) > 1 or bool(self.locking)
+        return len(self.parts) + len(self.before) > 1 or bool(self.locking)
 
 
 def insert_of(tasks: Sequence[PreparedTask], now: datetime | None) -> Insert:
@@ -251,9 +253,26 @@ class Statements:
         raise refusal
 
 
+def flow_insert_of(
+    tasks: Sequence[PreparedTask],
+    placements: Sequence[Placement],
+    gates: Sequence[NewGate],
+    now: datetime | None,
+) -> Insert:
+    """How a flow is written: its gates, then its tasks in one statement."""
+    return Insert(
+        [task.id for task in tasks],
+        [("insert_task", rows.flow_params(tasks, placements, now))],
+        [],
+        [("insert_gates", rows.gate_params(gates, now))],
+    )
+
+
 def inserting(batch: Insert) -> Steps[list[Row]]:
     """The steps of an insert: every part, then the unique locks taken at
     enqueue; the rows inserted (id and times), in order."""
+    for part in batch.before:
+        yield part
     inserted: list[Row] = []
     for part in batch.parts:
         inserted += yield part

@@ -30,6 +30,7 @@ from tenure.store.backend import (
     Positioned,
 )
 from tenure.store.base import DEFAULT_MAX_PAYLOAD_BYTES, Store
+from tenure.store.flows import placed
 from tenure.store.refusals import LOST_ERROR, NO_TRANSACTION, Answer, admin_refusal, refusal
 from tenure.store.sqlite import eventlog, is_memory_path, rows, schema, unique
 from tenure.store.sqlite.connections import Connections, begin_write, translated
@@ -39,8 +40,11 @@ from tenure.store.sqlreads import Rows, SqlReads
 from tenure.store.types import (
     Event,
     Failure,
+    Gate,
     LeaderLease,
     LeaderState,
+    NewGate,
+    Placement,
     PreparedTask,
     QueueStats,
     Report,
@@ -199,6 +203,35 @@ class SQLiteStore(Watching, SqlReads, Store):
             task.created(created_at, rows.moment(row[rows.RUN_AT]))
             for task, row in zip(tasks, inserted, strict=True)
         ]
+
+    def _flow_create(
+        self,
+        tasks: list[PreparedTask],
+        placements: list[Placement],
+        gates: list[NewGate],
+        now: datetime | None,
+        connection: Any,
+    ) -> list[Task]:
+        at = epoch_or_now(now)
+        inserted = [rows.flow_row(t, at, p) for t, p in zip(tasks, placements, strict=True)]
+        try:
+            with self._within(connection) as conn:
+                conn.executemany(Q["insert_gates"], [rows.gate_row(g, at) for g in gates])
+                conn.executemany(Q["insert_task"], inserted)
+        except StoreError as exc:
+            if isinstance(exc.__cause__, sqlite3.IntegrityError):
+                raise self._duplicate([t.id for t in tasks], connection) from None
+            raise
+        created_at = from_epoch(at)
+        created = [
+            task.created(created_at, rows.moment(row[rows.RUN_AT]))
+            for task, row in zip(tasks, inserted, strict=True)
+        ]
+        return placed(created, placements)
+
+    def _gate_get(self, gate_id: str) -> Gate | None:
+        found = self._read("get_gate", {"id": gate_id})
+        return rows.gate(found[0]) if found else None
 
     def _duplicate(self, ids: list[str], connection: Any) -> DuplicateTask:
         """The error naming an id of ``ids`` that exists (as the caller's
@@ -375,6 +408,7 @@ class SQLiteStore(Watching, SqlReads, Store):
             deleted: int = conn.execute(
                 Q["prune_tasks"], {**params, "statuses": json.dumps(statuses)}
             ).rowcount
+            conn.execute(Q["prune_gates"], params)
             return deleted
 
     def _event_tail(self, before: EventPosition, limit: int) -> list[Event]:

@@ -29,17 +29,30 @@ RELEASE tenure_create;
 
 -- Values by position (rows.insert_row, in rows.INSERT_COLUMNS' order), ?13 the
 -- creation time: sqlite3 binds a value by name with a lookup of the name for
--- each value of each row, a tenth of a batch's whole write.
+-- each value of each row, a tenth of a batch's whole write. ?19 is the status:
+-- pending, or waiting for a flow's task behind a gate (Store.flow_create),
+-- whose gates are ?20 and ?21.
 -- name: insert_task
 INSERT INTO tenure_tasks (
     id, topic, sub_topic, name, status, data, group_id, description, priority,
     max_attempts, tags, timeout, run_at, created_at, updated_at,
-    unique_key, unique_lock, unique_on_conflict, unique_ttl, unique_retry_in
+    unique_key, unique_lock, unique_on_conflict, unique_ttl, unique_retry_in,
+    gate_in, gate_out
 ) VALUES (
-    ?1, ?2, ?3, ?4, 'pending', ?5, ?6, ?7, ?8,
+    ?1, ?2, ?3, ?4, ?19, ?5, ?6, ?7, ?8,
     ?9, ?10, ?11, ?12, ?13, ?13,
-    ?14, ?15, ?16, ?17, ?18
+    ?14, ?15, ?16, ?17, ?18,
+    ?20, ?21
 );
+
+-- A flow's gates, each with all its members remaining.
+-- name: insert_gates
+INSERT INTO tenure_gates (id, mode, shape, remaining, created_at)
+VALUES (:id, :mode, :shape, :remaining, :now);
+
+-- name: get_gate
+SELECT id, mode, shape, remaining, created_at, opened_at, broken_at
+FROM tenure_gates WHERE id = :id;
 
 -- name: existing_ids
 SELECT id FROM tenure_tasks WHERE id IN (SELECT value FROM json_each(:ids));
@@ -407,6 +420,13 @@ DELETE FROM tenure_tasks WHERE seq IN (
       AND status IN (SELECT value FROM json_each(:statuses))
     ORDER BY finished_at  -- the oldest go first when the limit cuts the batch
     LIMIT :limit
+);
+
+-- With the tasks, the gates that opened or broke before the retention (their
+-- tasks no longer need them).
+-- name: prune_gates
+DELETE FROM tenure_gates WHERE id IN (
+    SELECT id FROM tenure_gates WHERE coalesce(opened_at, broken_at) < :cutoff LIMIT :limit
 );
 
 -- How many finished tasks and events are older than the retention, each

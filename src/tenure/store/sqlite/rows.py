@@ -25,8 +25,11 @@ from tenure.store.types import (
     UNIQUE_COLUMNS,
     Event,
     Failure,
+    Gate,
     LeaderLease,
     LeaderState,
+    NewGate,
+    Placement,
     PreparedTask,
     Report,
     TaskState,
@@ -34,7 +37,7 @@ from tenure.store.types import (
     WorkerInfo,
     unique_columns,
 )
-from tenure.task import LockPhase, Status, Task, TaskError
+from tenure.task import GateMode, GateShape, LockPhase, Status, Task, TaskError
 
 
 def prefix_pattern(prefix: str) -> str:
@@ -105,13 +108,19 @@ INSERT_COLUMNS = (
     "run_at",
     "now",
     *UNIQUE_COLUMNS,
+    "status",
+    "gate_in",
+    "gate_out",
 )
-"""The values of ``insert_task``, in the order of its placeholders ?1 … ?18."""
+"""The values of ``insert_task``, in the order of its placeholders ?1 … ?21."""
 RUN_AT = INSERT_COLUMNS.index("run_at")
 
 
-def insert_row(task: PreparedTask, now: float) -> tuple[Any, ...]:
-    """``insert_task``'s values for ``task`` created ``now``."""
+def insert_row(
+    task: PreparedTask, now: float, where: tuple[Any, ...] = ("pending", None, None)
+) -> tuple[Any, ...]:
+    """``insert_task``'s values for ``task`` created ``now``; ``where``, a
+    flow's task's status and gates (:func:`flow_row`)."""
     return (
         task.id,
         task.topic,
@@ -127,6 +136,37 @@ def insert_row(task: PreparedTask, now: float) -> tuple[Any, ...]:
         run_at_of(task, now),
         now,
         *(_NO_UNIQUE if task.unique is None else unique_columns(task.unique).values()),
+        *where,
+    )
+
+
+def flow_row(task: PreparedTask, now: float, placed: Placement) -> tuple[Any, ...]:
+    """``insert_task``'s values for a flow's task: waiting behind a gate, if it is."""
+    status = "pending" if placed.gate_in is None else "waiting"
+    return insert_row(task, now, (status, placed.gate_in, placed.gate_out))
+
+
+def gate_row(gate: NewGate, now: float) -> dict[str, Any]:
+    """``insert_gates``' values: the gate with all its members remaining."""
+    return {
+        "id": gate.id,
+        "mode": gate.mode.value,
+        "shape": gate.shape.value,
+        "remaining": len(gate.members),
+        "now": now,
+    }
+
+
+def gate(row: sqlite3.Row) -> Gate:
+    """A gate from its row."""
+    return Gate(
+        id=row["id"],
+        mode=GateMode(row["mode"]),
+        shape=GateShape(row["shape"]),
+        remaining=row["remaining"],
+        created_at=from_epoch(row["created_at"]),
+        opened_at=moment(row["opened_at"]),
+        broken_at=moment(row["broken_at"]),
     )
 
 
@@ -197,6 +237,7 @@ _CONVERTERS: dict[str, Callable[[Any], Any]] = {
     "status": status,
     "data": serializer.loads,
     "result": serializer.loads,
+    "upstream": serializer.loads,
     "error": _error,
     "tags": _tags,
     **dict.fromkeys(_TIMES, moment),

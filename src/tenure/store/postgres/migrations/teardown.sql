@@ -13,11 +13,12 @@
 -- takes the row type of tasks, which cannot be dropped before it), then the
 -- tables with their triggers, then the trigger functions.
 DROP FUNCTION IF EXISTS
-    tenure_unique_refused, tenure_start_refused, tenure_wake, tenure_wake_checked;
+    tenure_unique_refused, tenure_start_refused, tenure_wake, tenure_wake_checked,
+    tenure_gate_passed, tenure_gate_broken;
 
 DROP TABLE IF EXISTS
     tasks, events, event_log, leaders, workers, reports, task_counts,
-    task_transitions, unique_locks, wake_wanted, tenure_migrations;
+    task_transitions, unique_locks, wake_wanted, gates, tenure_migrations;
 
 DROP FUNCTION IF EXISTS
     tenure_created_wake, tenure_report_saved, tenure_task_created,

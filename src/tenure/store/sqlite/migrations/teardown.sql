@@ -20,6 +20,7 @@ DROP TABLE IF EXISTS tenure_event_log;
 DROP TABLE IF EXISTS tenure_leaders;
 DROP TABLE IF EXISTS tenure_workers;
 DROP TABLE IF EXISTS tenure_tasks;
+DROP TABLE IF EXISTS tenure_gates;
 DROP VIEW IF EXISTS next_event_id;
 DROP TABLE IF EXISTS task_transition_totals;
 DROP TABLE IF EXISTS reports;
