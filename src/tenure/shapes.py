@@ -28,6 +28,7 @@ def task_json(task: Task) -> JsonObject:
     fields["status"] = task.status.value
     fields["tags"] = sorted(task.tags)
     fields["error"] = None if task.error is None else task.error.to_json()
+    fields["errors"] = [error.to_json() for error in task.errors]
     return {name: _plain(value) for name, value in fields.items()}
 
 
@@ -44,6 +45,8 @@ def event_json(event: Event) -> JsonObject:
         "attempt": event.attempt,
         "owner": event.owner,
         "at": event.at.isoformat(),
+        "error_type": event.error_type,
+        "error_message": event.error_message,
     }
 
 

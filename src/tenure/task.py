@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
@@ -77,18 +77,49 @@ CANCELLABLE = sources_of(Status.CANCELLED)
 
 @dataclass(frozen=True, slots=True)
 class TaskError:
-    """The last error of a task: exception type, message and traceback."""
+    """An error of a task: exception type, message and traceback. As the store
+    keeps it, it also says which ``attempt`` it ended, and when (``at``, in
+    ``Task.errors``)."""
 
     type: str
     message: str
     traceback: str = ""
+    # Which error it is, not what it says: two errors that say the same are equal.
+    attempt: int | None = field(default=None, compare=False)
+    at: datetime | None = field(default=None, compare=False)
 
-    def to_json(self) -> dict[str, str]:
+    def stored(self) -> dict[str, str]:
+        """What a store is given to write: the store stamps the attempt and time."""
         return {"type": self.type, "message": self.message, "traceback": self.traceback}
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "message": self.message,
+            "traceback": self.traceback,
+            "attempt": self.attempt,
+            "at": None if self.at is None else self.at.isoformat(),
+        }
 
     @classmethod
     def from_json(cls, value: Mapping[str, Any]) -> TaskError:
-        return cls(str(value["type"]), str(value["message"]), str(value.get("traceback", "")))
+        attempt, at = value.get("attempt"), value.get("at")
+        return cls(
+            str(value["type"]),
+            str(value["message"]),
+            str(value.get("traceback") or ""),
+            None if attempt is None else int(attempt),
+            _moment(at),
+        )
+
+
+def _moment(value: Any) -> datetime | None:
+    """A time as stored (seconds since the epoch) or shown (ISO 8601)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return datetime.fromisoformat(value)
+    return datetime.fromtimestamp(float(value), UTC)
 
 
 class GateMode(StrEnum):
@@ -196,6 +227,9 @@ class Task:
     upstream: JSON = None
     """What its gate gave it when it opened: ``{"shape": …, "outcomes": [{"id",
     "status", "result", "error"}, …]}`` (:class:`GateShape`); ``None`` before."""
+    errors: tuple[TaskError, ...] = ()
+    """The error of each attempt that ended in one, oldest first (the last 20,
+    each traceback's last 8 KB); ``error`` is the last, whole."""
 
     @property
     def finished(self) -> bool:

@@ -61,7 +61,12 @@ def test_a_callback_waits_then_gets_every_outcome_once_all_have_ended(store: Sto
         "shape": "outcomes",
         "outcomes": [
             {"id": members[0].id, "status": "done", "result": {"n": 1}, "error": None},
-            {"id": members[1].id, "status": "failed", "result": None, "error": ERROR.to_json()},
+            {
+                "id": members[1].id,
+                "status": "failed",
+                "result": None,
+                "error": {**ERROR.stored(), "attempt": 1},  # stamped with its attempt
+            },
             {"id": members[2].id, "status": "cancelled", "result": None, "error": None},
         ],
     }

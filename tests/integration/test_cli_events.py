@@ -41,6 +41,7 @@ def test_events_lists_the_newest_as_a_table_and_as_json_lines(
     assert [line["task_id"] for line in lines] == ["task-27", "task-28", "task-29"]
     assert set(lines[0]) == {
         "cursor", "kind", "task_id", "topic", "name", "from", "to", "attempt", "owner", "at",
+        "error_type", "error_message",
     }  # fmt: skip
     assert (lines[0]["kind"], lines[0]["from"], lines[0]["to"]) == ("created", None, "pending")
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from tenure import Status, Store
+from tenure import Lease, Status, Store, TaskError
 from tenure.cli import main
-from tenure.store import NewTask
+from tenure.store import NewTask, ReserveParams
 from tests.conformance.support import reach
 
 APP = "tests.apps.basic:app"
@@ -134,6 +134,28 @@ def test_show_takes_a_unique_prefix_and_shows_error_and_history(
     assert "begins more than one task's id" in one_line(capsys)
     assert main(["show", "nothing", "--url", store_url]) == 1
     assert "no task's id is or begins with 'nothing' in" in one_line(capsys)
+
+
+def test_show_lists_every_attempts_error(
+    store: Store, store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    task = store.task_create(NewTask(topic="e", name="n", max_attempts=3))
+    for attempt in (1, 2, 3):
+        [running] = store.task_reserve(ReserveParams(owner="w", topics=["e"]))
+        error = TaskError("ValueError", f"bad {attempt}", "Traceback ...")
+        store.task_fail(Lease(task.id, "w", running.lease_token or 0), error, retry_in=0)
+    assert main(["show", task.id, "--url", store_url]) == 0
+    shown = capsys.readouterr().out
+    assert re.search(r"attempt 1\s+ValueError: bad 1", shown)
+    assert re.search(r"attempt 2\s+ValueError: bad 2", shown)
+    assert "ValueError: bad 3" in shown
+    assert main(["show", task.id, "--url", store_url, "--json"]) == 0
+    data = out_json(capsys)
+    assert [(e["attempt"], e["message"]) for e in data["errors"]] == [
+        (1, "bad 1"), (2, "bad 2"), (3, "bad 3"),
+    ]  # fmt: skip
+    failed = [e for e in data["events"] if e["kind"] in ("pending", "failed") and e["error_type"]]
+    assert [e["error_message"] for e in failed] == ["bad 1", "bad 2", "bad 3"]
 
 
 def test_show_tells_a_running_tasks_progress(

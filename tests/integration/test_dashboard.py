@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from tenure import App, Lease, Status
+from tenure import App, Lease, Status, TaskError
 from tenure.http import create_app
 from tenure.store import NewTask, ReserveParams
 from tests.apps.dashboard import SCRIPT, beat, make_app, seed
@@ -439,3 +439,26 @@ def test_a_tasks_progress_shows_on_its_page(app: App, browser: TestClient) -> No
     page = browser.get(f"/tasks/{task.id}").text
     assert 'width="40.00"' in page and "40%" in page
     assert "step &lt;2&gt; of 5" in page  # the note is the task's text: escaped
+
+
+def test_a_task_page_shows_every_attempts_error_and_what_it_waits_for(
+    app: App, browser: TestClient
+) -> None:
+    store = app.store
+    resize, notify = app.lookup("resize"), app.lookup("notify")
+    handle = app.group([resize.s("a.png")], on_complete=notify.s())
+    [member] = handle.members
+    assert handle.callback is not None
+    waiting = browser.get(f"/tasks/{handle.callback.id}").text
+    assert "waits for" in waiting and "1 still to end (all ended)" in waiting
+    failing = store.task_create(NewTask(topic="errors", name="n", max_attempts=3))
+    for attempt in (1, 2, 3):
+        [running] = store.task_reserve(ReserveParams(owner="w", topics=["errors"]))
+        error = TaskError("ValueError", f"attempt {attempt} said no <b>", "Traceback ...")
+        store.task_fail(Lease(failing.id, "w", running.lease_token or 0), error, retry_in=0)
+    page = browser.get(f"/tasks/{failing.id}").text
+    assert "Every attempt&#39;s error" in page or "Every attempt's error" in page
+    for attempt in (1, 2, 3):
+        assert f"attempt {attempt} said no &lt;b&gt;" in page
+    assert member.id  # the member's own page has nothing to wait for
+    assert "waits for" not in browser.get(f"/tasks/{member.id}").text

@@ -197,6 +197,10 @@ def _tasks(args: argparse.Namespace) -> int:
     return 0
 
 
+SHOWN_APART = frozenset({"error", "errors", "data", "result", "upstream"})
+"""What ``tenure show`` prints after the other fields, each in its own way."""
+
+
 def _show(args: argparse.Namespace) -> int:
     with _admin(args, reads=True) as admin:
         task = _resolve(admin, args.task_id, args)
@@ -205,7 +209,7 @@ def _show(args: argparse.Namespace) -> int:
         print_json({**task_json(task), "events": [event_json(e) for e in history]})
         return 0
     for field, value in task_json(task).items():
-        if field not in {"error", "data", "result", "upstream"} and value not in (None, [], ""):
+        if field not in SHOWN_APART and value not in (None, [], ""):
             console.print(f"[bold]{field:>16}[/bold]  {escape(str(value))}", soft_wrap=True)
     for field in ("data", "upstream", "result"):
         if field != "upstream" or task.upstream is not None:
@@ -215,6 +219,10 @@ def _show(args: argparse.Namespace) -> int:
                       f"{escape(task.error.message)}", soft_wrap=True)  # fmt: skip
         if task.error.traceback:
             console.print(escape(task.error.traceback.rstrip()), soft_wrap=True)
+    for earlier in task.errors[:-1]:  # the last one is the error above
+        label = f"attempt {earlier.attempt}"
+        said = f"{escape(earlier.type)}: {escape(earlier.message)}"
+        console.print(f"[red]{label:>16}[/red]  {said}", soft_wrap=True)
     console.print(event_rows(history, caption=f"{len(history)} events"))
     return 0
 

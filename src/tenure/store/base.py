@@ -351,7 +351,7 @@ class Store(EventLog, Operating, Presence, Flows):
         saying why (``raise tenure.Cancel(reason)`` in the task). Fenced like
         every holder write: refused once the lease is gone."""
         validate.leases([lease], now)
-        encoded = json.dumps(validate.task_error(error).to_json())
+        encoded = json.dumps(validate.task_error(error).stored())
         return raise_if_refused(self._task_cancel_held(lease, encoded, now))
 
     def task_release(self, lease: Lease, *, now: datetime | None = None) -> Task:

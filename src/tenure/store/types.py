@@ -231,6 +231,11 @@ class Event:
     owner: str | None
     at: datetime
     cursor: str
+    error_type: str | None = None
+    """The type of the error the transition wrote (a failed attempt, retried
+    or not; a cancel), else ``None``."""
+    error_message: str | None = None
+    """That error's message."""
 
     @property
     def kind(self) -> str:

@@ -401,7 +401,7 @@ class PostgresStore(Listening, PostgresLog, SqlReads, Store):
             "id": task_id,
             "record_ver": record_ver,
             "now": now,
-            "lost_error": json.dumps(LOST_ERROR.to_json()),
+            "lost_error": json.dumps(LOST_ERROR.stored()),
         }
         found = self._read("revoke_task", params)
         return rows.task(found[0]) if found else None

@@ -26,7 +26,7 @@ t.seq, t.id, t.topic, t.sub_topic, t.name, t.status, t.data, t.result, t.error, 
 t.description, t.priority, t.attempts, t.max_attempts, t.tags, t.assignee, t.timeout,
 t.run_at, t.created_at, t.updated_at, t.started_at, t.finished_at, t.duration,
 t.lease_owner, t.lease_expires_at, t.lease_token, t.lease_seconds, t.record_ver, t.unique_key,
-t.progress, t.progress_note, t.gate_in, t.gate_out, t.upstream
+t.progress, t.progress_note, t.gate_in, t.gate_out, t.upstream, t.errors
 
 -- What a batch holder write answers with (TaskState): no payloads sent back.
 -- fragment: task_state
@@ -185,11 +185,11 @@ WITH horizon AS (
 )
 SELECT log.pruned_xid_text, log.pruned_id, log.held_back,
        e.xid_text, e.id, e.task_id, e.topic, e.name, e.from_status, e.to_status,
-       e.attempt, e.owner, e.at
+       e.attempt, e.owner, e.at, e.error_type, e.error_message
 FROM log
 LEFT JOIN LATERAL (
     SELECT xid, xid::text AS xid_text, id, task_id, topic, name, from_status, to_status,
-           attempt, owner, at
+           attempt, owner, at, error_type, error_message
     FROM {schema}.events
     WHERE (xid, id) > (%(after_xid)s::text::xid8, %(after_id)s::bigint)
       AND xid < (SELECT xid FROM horizon)
@@ -363,7 +363,7 @@ SET status = CASE WHEN held.retry_in IS NOT NULL AND t.attempts < t.max_attempts
                     THEN t.priority - held.priority_step ELSE t.priority END,
     finished_at = CASE WHEN held.retry_in IS NOT NULL AND t.attempts < t.max_attempts
                        THEN NULL ELSE COALESCE(%(now)s::timestamptz, now()) END,
-    error = held.error,
+    error = {schema}.tenure_stamped(held.error, t.attempts),
     duration = EXTRACT(EPOCH FROM COALESCE(%(now)s::timestamptz, now()) - t.started_at)::float8,
     lease_owner = NULL,
     lease_expires_at = NULL,
@@ -406,7 +406,7 @@ RETURNING held.ord, {task_columns};
 UPDATE {schema}.tasks AS t
 SET status = 'cancelled',
     finished_at = COALESCE(%(now)s::timestamptz, now()),
-    error = %(error)s::json,
+    error = {schema}.tenure_stamped(%(error)s::json, t.attempts),
     duration = EXTRACT(EPOCH FROM COALESCE(%(now)s::timestamptz, now()) - t.started_at)::float8,
     lease_owner = NULL,
     lease_expires_at = NULL,
@@ -449,7 +449,8 @@ UPDATE {schema}.tasks AS t
 SET status = CASE WHEN t.status = 'running' AND t.attempts >= t.max_attempts
                   THEN 'failed' ELSE 'pending' END,
     error = CASE WHEN t.status = 'running' AND t.attempts >= t.max_attempts
-                 THEN %(lost_error)s::json ELSE t.error END,
+                 THEN {schema}.tenure_stamped(%(lost_error)s::json, t.attempts)
+                 ELSE t.error END,
     finished_at = CASE WHEN t.status = 'running' AND t.attempts >= t.max_attempts
                        THEN COALESCE(%(now)s::timestamptz, now()) ELSE t.finished_at END,
     lease_owner = NULL,
@@ -797,7 +798,8 @@ BEGIN
                 'tenure_tasks_tallied_deleted', 'tenure_tasks_tallied_truncated',
                 'tenure_tasks_tallied_updated', 'tenure_tasks_updated',
                 'tenure_unique_refused', 'tenure_unique_transition', 'tenure_wake',
-                'tenure_wake_checked', 'tenure_gate_passed', 'tenure_gate_broken'])
+                'tenure_wake_checked', 'tenure_gate_passed', 'tenure_gate_broken',
+                'tenure_stamped', 'tenure_error_kept'])
     LOOP
         EXECUTE format('ALTER FUNCTION public.%I(%s) SET SCHEMA %I',
                        found.proname, found.arguments, target);
@@ -908,7 +910,7 @@ WITH horizon AS (
     )
 )
 SELECT xid::text AS xid_text, id, task_id, topic, name, from_status, to_status, attempt,
-       owner, at
+       owner, at, error_type, error_message
 FROM {schema}.events
 WHERE (xid, id) < (%(before_xid)s::text::xid8, %(before_id)s::bigint)
   AND xid < (SELECT xid FROM horizon)
@@ -934,7 +936,7 @@ ORDER BY id COLLATE "C" DESC LIMIT 1;
 -- One task's events, in the order they were written (walks events_by_task).
 -- name: list_task_events
 SELECT xid::text AS xid_text, id, task_id, topic, name, from_status, to_status, attempt,
-       owner, at
+       owner, at, error_type, error_message
 FROM {schema}.events WHERE task_id = %(task_id)s::text ORDER BY id;
 
 -- The statements of task_stats read one snapshot.

@@ -167,7 +167,7 @@ def leader_params(lease: LeaderLease) -> dict[str, Any]:
 def failure_columns(failures: Sequence[Failure]) -> dict[str, list[Any]]:
     """The per-item arrays of ``fail_tasks``, beside the lease arrays."""
     return {
-        "errors": TextArray([json.dumps(f.error.to_json()) for f in failures]),
+        "errors": TextArray([json.dumps(f.error.stored()) for f in failures]),
         "retry_ins": [f.retry_in for f in failures],
         "priority_steps": [f.priority_step for f in failures],
     }
@@ -232,10 +232,15 @@ def _error(value: dict[str, Any] | None) -> TaskError | None:
     return None if value is None else TaskError.from_json(value)
 
 
+def _errors(value: list[dict[str, Any]] | None) -> tuple[TaskError, ...]:
+    return () if value is None else tuple(TaskError.from_json(entry) for entry in value)
+
+
 _TIMES = ("run_at", "created_at", "updated_at", "started_at", "finished_at", "lease_expires_at")
 _CONVERTERS: dict[str, Callable[[Any], Any]] = {
     "status": status,
     "error": _error,
+    "errors": _errors,
     "tags": _tags,
     **dict.fromkeys(_TIMES, _utc),
 }
@@ -276,6 +281,8 @@ def event(row: Row) -> Event:
         owner=row["owner"],
         at=at,
         cursor=event_cursor(int(row["xid_text"]), row["id"]),
+        error_type=row["error_type"],
+        error_message=row["error_message"],
     )
 
 

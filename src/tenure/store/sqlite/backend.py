@@ -363,7 +363,7 @@ class SQLiteStore(Watching, SqlReads, Store):
             "id": task_id,
             "record_ver": record_ver,
             "now": epoch_or_now(now),
-            "lost_error": json.dumps(LOST_ERROR.to_json()),
+            "error": json.dumps(LOST_ERROR.stored()),
         }
         with self._write() as conn:
             row = conn.execute(Q["revoke_task"], params).fetchone()

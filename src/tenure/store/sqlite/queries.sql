@@ -225,6 +225,23 @@ RETURNING *;
 {complete_tasks_write}
 RETURNING id, status, attempts, record_ver;
 
+-- An attempt's error, :error, kept in errors with the attempt and :now (the
+-- last 20, each traceback's last 8 KB), as PostgreSQL's trigger
+-- tasks_wrote_error keeps it (0019_attempt_errors.sql). In the statement that
+-- writes the error, not in a trigger: an UPDATE's RETURNING shows no change a
+-- trigger made after it. An aggregate reads a subquery with ORDER BY in order.
+-- fragment: errors_kept
+(SELECT json_group_array(json(entry)) FROM (
+    SELECT entry FROM (
+        SELECT value AS entry, key AS n FROM json_each(coalesce(errors, '[]'))
+        UNION ALL
+        SELECT json_object('type', json_extract(:error, '$.type'),
+                           'message', json_extract(:error, '$.message'),
+                           'traceback', substr(json_extract(:error, '$.traceback'), -8192),
+                           'attempt', attempts, 'at', :now), 2147483647
+        ORDER BY n DESC LIMIT 20)
+    ORDER BY n))
+
 -- A retry is granted only while attempts remain; otherwise the task fails.
 -- fragment: fail_tasks_write
 UPDATE tenure_tasks
@@ -237,7 +254,8 @@ SET status = CASE WHEN :retry_in IS NOT NULL AND attempts < max_attempts
                     THEN priority - :priority_step ELSE priority END,
     finished_at = CASE WHEN :retry_in IS NOT NULL AND attempts < max_attempts
                        THEN NULL ELSE :now END,
-    error = :error,
+    error = json_set(:error, '$.attempt', attempts),
+    errors = {errors_kept},
     duration = :now - started_at,
     lease_owner = NULL,
     lease_expires_at = NULL,
@@ -275,7 +293,8 @@ RETURNING *;
 UPDATE tenure_tasks
 SET status = 'cancelled',
     finished_at = :now,
-    error = :error,
+    error = json_set(:error, '$.attempt', attempts),
+    errors = {errors_kept},
     duration = :now - started_at,
     lease_owner = NULL,
     lease_expires_at = NULL,
@@ -317,7 +336,9 @@ UPDATE tenure_tasks
 SET status = CASE WHEN status = 'running' AND attempts >= max_attempts
                   THEN 'failed' ELSE 'pending' END,
     error = CASE WHEN status = 'running' AND attempts >= max_attempts
-                 THEN :lost_error ELSE error END,
+                 THEN json_set(:error, '$.attempt', attempts) ELSE error END,
+    errors = CASE WHEN status = 'running' AND attempts >= max_attempts
+                  THEN {errors_kept} ELSE errors END,
     finished_at = CASE WHEN status = 'running' AND attempts >= max_attempts
                        THEN :now ELSE finished_at END,
     lease_owner = NULL,
@@ -539,7 +560,9 @@ SET status = CASE
                     THEN priority - 1 ELSE priority END,
     run_at = CASE WHEN unique_on_conflict = 'reject' THEN run_at
                   WHEN unique_retry_in > 0 THEN :now + unique_retry_in END,
-    error = CASE WHEN unique_on_conflict = 'reschedule' THEN error ELSE :error END,
+    error = CASE WHEN unique_on_conflict = 'reschedule' THEN error
+                 ELSE json_set(:error, '$.attempt', attempts) END,
+    errors = CASE WHEN unique_on_conflict = 'reschedule' THEN errors ELSE {errors_kept} END,
     finished_at = CASE
         WHEN unique_on_conflict = 'reject'
              OR (unique_on_conflict = 'raise' AND attempts >= max_attempts) THEN :now END,

@@ -192,7 +192,7 @@ def failure_params(failure: Failure) -> dict[str, Any]:
     return {
         "retry_in": failure.retry_in,
         "priority_step": failure.priority_step,
-        "error": json.dumps(failure.error.to_json()),
+        "error": json.dumps(failure.error.stored()),
     }
 
 
@@ -231,6 +231,10 @@ def _error(text: str | None) -> TaskError | None:
     return None if text is None else TaskError.from_json(json.loads(text))
 
 
+def _errors(text: str | None) -> tuple[TaskError, ...]:
+    return () if text is None else tuple(TaskError.from_json(e) for e in json.loads(text))
+
+
 _NO_TAGS: frozenset[str] = frozenset()
 _TIMES = ("run_at", "created_at", "updated_at", "started_at", "finished_at", "lease_expires_at")
 _CONVERTERS: dict[str, Callable[[Any], Any]] = {
@@ -239,6 +243,7 @@ _CONVERTERS: dict[str, Callable[[Any], Any]] = {
     "result": serializer.loads,
     "upstream": serializer.loads,
     "error": _error,
+    "errors": _errors,
     "tags": _tags,
     **dict.fromkeys(_TIMES, moment),
 }
@@ -292,6 +297,8 @@ def event(row: sqlite3.Row) -> Event:
         owner=row["owner"],
         at=from_epoch(row["at"]),
         cursor=event_cursor(0, row["id"]),
+        error_type=row["error_type"],
+        error_message=row["error_message"],
     )
 
 

@@ -51,7 +51,7 @@ def lock_at_start(conn: sqlite3.Connection, row: sqlite3.Row, at: float) -> bool
     if _take(conn, row["id"], (key, lock), at + row["unique_ttl"], at):
         return True
     error = unique_start_error(_holder(conn, key))
-    params = {"id": row["id"], "now": at, "error": json.dumps(error.to_json())}
+    params = {"id": row["id"], "now": at, "error": json.dumps(error.stored())}
     conn.execute(Q["refuse_unique_start"], params)
     return False
 

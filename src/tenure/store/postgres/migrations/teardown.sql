@@ -14,7 +14,7 @@
 -- tables with their triggers, then the trigger functions.
 DROP FUNCTION IF EXISTS
     tenure_unique_refused, tenure_start_refused, tenure_wake, tenure_wake_checked,
-    tenure_gate_passed, tenure_gate_broken;
+    tenure_gate_passed, tenure_gate_broken, tenure_stamped;
 
 DROP TABLE IF EXISTS
     tasks, events, event_log, leaders, workers, reports, task_counts,
@@ -24,7 +24,8 @@ DROP FUNCTION IF EXISTS
     tenure_created_wake, tenure_report_saved, tenure_task_created,
     tenure_task_transitioned, tenure_tasks_created, tenure_tasks_tallied_created,
     tenure_tasks_tallied_deleted, tenure_tasks_tallied_truncated,
-    tenure_tasks_tallied_updated, tenure_tasks_updated, tenure_unique_transition;
+    tenure_tasks_tallied_updated, tenure_tasks_updated, tenure_unique_transition,
+    tenure_error_kept;
 
 -- Last, the schema itself (never public) when nothing of anyone else's is
 -- left in it, and the copy of the ledger that the move out of public left
