@@ -40,7 +40,7 @@ def write_lock_held(store_url: str) -> Iterator[None]:
             conn.close()
         return
     with psycopg.connect(store_url) as pg, pg.transaction():
-        pg.execute("LOCK TABLE tasks IN EXCLUSIVE MODE")
+        pg.execute("LOCK TABLE tenure.tasks IN EXCLUSIVE MODE")  # tenure's, not the app's
         yield
 
 
