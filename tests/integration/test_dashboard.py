@@ -83,9 +83,12 @@ def test_a_forged_or_expired_session_is_not_a_login(app: App) -> None:
     with TestClient(create_app(app, token=TOKEN), base_url=BASE) as client:
         client.post("/login", data={"token": TOKEN})
         genuine = client.cookies["tenure_session"]
-        session_id, expires, mac = genuine.split(".")
-        for forged in [f"{session_id}.{int(expires) + 1}.{mac}", f"x{session_id}.{expires}.{mac}",
-                       f"{session_id}.1.{mac}", "garbage"]:  # fmt: skip
+        session_id, expires, role, mac = genuine.split(".")
+        assert role == "o"  # the operator's
+        for forged in [f"{session_id}.{int(expires) + 1}.{role}.{mac}",
+                       f"x{session_id}.{expires}.{role}.{mac}", f"{session_id}.1.{role}.{mac}",
+                       f"{session_id}.{expires}.r.{mac}", f"{session_id}.{expires}.{mac}",
+                       "garbage"]:  # fmt: skip
             client.cookies.clear()
             client.cookies.set("tenure_session", forged)
             assert client.get("/", follow_redirects=False).status_code == 303, forged
@@ -270,9 +273,9 @@ def test_a_csrf_field_of_any_characters_is_refused_not_a_failure(browser: TestCl
 def test_a_session_cookie_of_any_characters_is_no_login_not_a_failure(app: App) -> None:
     with TestClient(create_app(app, token=TOKEN), base_url=BASE) as client:
         client.post("/login", data={"token": TOKEN})
-        session_id, expires, mac = client.cookies["tenure_session"].split(".")
+        session_id, expires, role, mac = client.cookies["tenure_session"].split(".")
         client.cookies.clear()
-        forged = f"tenure_session={session_id}.{expires}.{mac[:-1]}\xe9".encode("latin-1")
+        forged = f"tenure_session={session_id}.{expires}.{role}.{mac[:-1]}\xe9".encode("latin-1")
         headers: Any = {"Cookie": forged}  # bytes as sent: Latin-1 on the wire
         answer = client.get("/", headers=headers, follow_redirects=False)
         assert answer.status_code == 303

@@ -3,7 +3,9 @@ under uvicorn.
 
 Every request needs ``Authorization: Bearer <token>``. The token comes from
 ``$TENURE_API_TOKEN``; without it one is made for this run and printed once on
-stderr (set the variable to keep one across restarts). ``--insecure`` serves
+stderr (set the variable to keep one across restarts). ``$TENURE_API_READ_TOKEN``,
+if set, is a second token that reads everything and changes nothing (for the
+people and tools that only watch). ``--insecure`` serves
 without a token, and only on a loopback address: an open API that enqueues and
 cancels work must never reach the network by a slip of a flag.
 
@@ -40,6 +42,7 @@ if TYPE_CHECKING:
     from starlette.types import ASGIApp
 
 TOKEN_VARIABLE = "TENURE_API_TOKEN"  # noqa: S105 - the variable's name, not a token
+READ_TOKEN_VARIABLE = "TENURE_API_READ_TOKEN"  # noqa: S105 - the same
 DEFAULT_PORT = 8765
 USAGE = 2
 
@@ -128,8 +131,9 @@ def serve(args: argparse.Namespace) -> int:
     if token is None and not args.insecure:
         return USAGE
     app = served_app(args, "http")
-    if args.insecure and TOKEN_VARIABLE in os.environ:
-        log.warning("--insecure: $%s is ignored, no token is asked for", TOKEN_VARIABLE)
+    for variable in (TOKEN_VARIABLE, READ_TOKEN_VARIABLE):
+        if args.insecure and variable in os.environ:
+            log.warning("--insecure: $%s is ignored, no token is asked for", variable)
     _open_now(app)
     try:
         _run(app, token, args)
@@ -143,7 +147,8 @@ def _run(app: App, token: str | None, args: argparse.Namespace) -> None:
     from tenure.http import create_app  # noqa: PLC0415 - needs the web extra
     from tenure.http.server import end_streams  # noqa: PLC0415 - needs the web extra
 
-    served = create_app(app, token=token, insecure=args.insecure)
+    read_token = None if args.insecure else os.environ.get(READ_TOKEN_VARIABLE)
+    served = create_app(app, token=token, insecure=args.insecure, read_token=read_token)
     server, listening = build_server(served, args, on_stop=lambda: end_streams(served))
     # Uvicorn stops gracefully on SIGTERM, then raises it again for the handler it
     # found: with this one, the store is closed and the command ends with 0, as a

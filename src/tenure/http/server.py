@@ -45,7 +45,12 @@ MIN_TOKEN_LENGTH = 16
 
 
 def create_app(
-    app: App, *, token: str | None, insecure: bool = False, dashboard: bool = True
+    app: App,
+    *,
+    token: str | None,
+    insecure: bool = False,
+    dashboard: bool = True,
+    read_token: str | None = None,
 ) -> Starlette:
     """The HTTP API of ``app``'s store and tasks under ``/api``, its Prometheus
     figures at ``/metrics``, and (unless ``dashboard=False``) the web dashboard
@@ -59,16 +64,21 @@ def create_app(
     token, only requests addressed to a loopback name (``Host``) are answered,
     so that a web page elsewhere cannot reach the server through a name it
     controls that resolves to 127.0.0.1.
+
+    ``read_token`` (as long, and another) lets its bearer read everything, the
+    API's ``GET`` routes, the metrics and every dashboard page, and change
+    nothing: for the people and tools that watch the queue.
     """
     expected = _checked_token(token, insecure)
+    reader = _checked_read_token(read_token, expected)
     served = document(secured=not insecure)
     middleware = [Middleware(Rooted), Middleware(SecurityHeaders)]
     if expected is None:
         middleware.append(Middleware(LoopbackOnly))
     else:
-        middleware.append(Middleware(BearerAuth, token=expected))
+        middleware.append(Middleware(BearerAuth, token=expected, read_token=reader))
     routes: list[BaseRoute] = [*Api(app, served).routes(), metrics_route(app)]
-    site = Site(app, expected) if dashboard else None
+    site = Site(app, expected, reader) if dashboard else None
     if site is not None:
         routes += site.routes()
     answers = Answers(site)
@@ -107,6 +117,17 @@ def metrics_route(app: App) -> Route:
         return Response(body, media_type=media_type)
 
     return Route("/metrics", metrics, methods=["GET"])
+
+
+def _checked_read_token(read_token: str | None, token: str | None) -> str | None:
+    if read_token is None:
+        return None
+    if token is None:
+        raise ConfigError("a read-only token needs an operator token beside it")
+    checked = _checked_token(read_token, insecure=False)
+    if checked == token:
+        raise ConfigError("the read-only token must not be the operator's token")
+    return checked
 
 
 def _checked_token(token: str | None, insecure: bool) -> str | None:
@@ -222,20 +243,23 @@ class SecurityHeaders:
 class BearerAuth:
     """Refuses every request to the API and the metrics without
     ``Authorization: Bearer <token>``: 401 with ``WWW-Authenticate: Bearer``.
-    The dashboard's pages check their own session instead (a browser sends a
-    cookie, not a header). Tokens are compared as
-    digests with :func:`hmac.compare_digest`, so the comparison takes the same
-    time whatever the client sent, even its length. Nothing here logs."""
+    With the read-only token, only reading is allowed (``GET``, ``HEAD``,
+    ``OPTIONS``): 403 for anything else. The dashboard's pages check their own
+    session instead (a browser sends a cookie, not a header). Tokens are
+    compared as digests with :func:`hmac.compare_digest`, so the comparison
+    takes the same time whatever the client sent, even its length. Nothing here
+    logs."""
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
+    def __init__(self, app: ASGIApp, token: str, read_token: str | None = None) -> None:
         self.app = app
         self._expected = _digest(token.encode())
+        self._reader = None if read_token is None else _digest(read_token.encode())
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket") or not guarded(scope):
             await self.app(scope, receive, send)
             return
-        answer = self._check(scope["headers"])
+        answer = self._check(scope["headers"], scope.get("method", "GET"))
         if answer is None:
             await self.app(scope, receive, send)
         elif scope["type"] == "websocket":
@@ -243,19 +267,30 @@ class BearerAuth:
         else:
             await answer(scope, receive, send)
 
-    def _check(self, headers: list[tuple[bytes, bytes]]) -> Response | None:
-        """``None`` if the request carries the token, else the 401 to answer."""
+    def _check(self, headers: list[tuple[bytes, bytes]], method: str) -> Response | None:
+        """``None`` if the request carries a token that allows it, else the
+        401 (no token, or not one of these) or 403 (a reader's write) to answer."""
         given = [value for name, value in headers if name.lower() == b"authorization"]
         challenge = 'Bearer realm="tenure"'
         if not given:
             message = "a bearer token is required: Authorization: Bearer <token>"
             return _unauthorized(message, challenge)
         scheme, _, credential = given[0].strip().partition(b" ")
-        genuine = hmac.compare_digest(_digest(credential.strip()), self._expected)
-        if len(given) == 1 and scheme.lower() == b"bearer" and genuine:
+        offered = _digest(credential.strip())
+        operator = hmac.compare_digest(offered, self._expected)
+        reader = self._reader is not None and hmac.compare_digest(offered, self._reader)
+        if len(given) != 1 or scheme.lower() != b"bearer" or not (operator or reader):
+            challenge += ', error="invalid_token"'
+            return _unauthorized("the bearer token is not valid", challenge)
+        if operator or method in READING:
             return None
-        challenge += ', error="invalid_token"'
-        return _unauthorized("the bearer token is not valid", challenge)
+        message = "this token can only read (GET): changes need the operator's token"
+        headers_out = {"WWW-Authenticate": challenge + ', error="insufficient_scope"'}
+        return JSONResponse(error_json("Authorization", message), 403, headers=headers_out)
+
+
+READING = frozenset({"GET", "HEAD", "OPTIONS"})
+"""The methods a read-only token may use."""
 
 
 def guarded(scope: Scope) -> bool:

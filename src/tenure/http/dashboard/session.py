@@ -1,9 +1,11 @@
 """Who may look at the dashboard and act on the queue: a session cookie made at
 login from the API's token, and a CSRF token for every form.
 
-The session is a signed cookie, not a server-side record: ``<id>.<expiry>.<mac>``,
-the MAC keyed by a digest of the API token, so it survives a restart of
-``tenure serve`` and dies with a change of token. It is ``HttpOnly`` (no script
+The session is a signed cookie, not a server-side record:
+``<id>.<expiry>.<role>.<mac>``, the MAC keyed by a digest of the API token, so
+it survives a restart of ``tenure serve`` and dies with a change of token. The
+role is ``o`` for a login with the operator's token, ``r`` for one with the
+read-only token: such a session sees every page and changes nothing. It is ``HttpOnly`` (no script
 reads it), ``SameSite=Strict`` (no other site's page sends it) and ``Secure``
 when the dashboard is served over HTTPS. Each form carries a CSRF token, the MAC
 of the session's id, and each POST must bring it back and, when the browser
@@ -39,54 +41,72 @@ FLASH = "tenure_notice"
 """A one-shot cookie carrying what the last action did, to show once."""
 
 
+OPERATOR, READER = "o", "r"
+"""The roles a session has: the operator's acts on the queue, a reader's only looks."""
+
+
 @dataclass(frozen=True)
 class Session:
-    """A browser's session: its id, and the CSRF token its forms carry."""
+    """A browser's session: its id, the CSRF token its forms carry, and whether
+    it may act on the queue (a login with the operator's token) or only look."""
 
     id: str
     csrf: str
+    can_act: bool = True
 
 
 class Sessions:
     """Makes and checks session cookies and CSRF tokens for one server."""
 
-    def __init__(self, token: str | None) -> None:
+    def __init__(self, token: str | None, read_token: str | None = None) -> None:
         self.open = token is None
         secret = secrets.token_bytes(32) if token is None else token.encode()
         self._key = hmac.digest(hashlib.sha256(secret).digest(), b"tenure dashboard", "sha256")
         self._token_digest = hashlib.sha256(secret).digest()
+        self._read_digest = None if read_token is None else _digest(read_token)
 
     def _mac(self, text: str) -> str:
         digest = hmac.digest(self._key, text.encode(), "sha256")
         return base64.urlsafe_b64encode(digest).decode().rstrip("=")
 
-    def token_matches(self, given: str) -> bool:
-        """Whether ``given`` is the API token, compared in constant time."""
-        candidate = hashlib.sha256(given.encode()).digest()
-        return not self.open and hmac.compare_digest(candidate, self._token_digest)
+    def role_of(self, given: str) -> str | None:
+        """The role ``given`` logs in as: :data:`OPERATOR` for the API token,
+        :data:`READER` for the read-only one, else ``None`` (each compared in
+        constant time)."""
+        if self.open:
+            return None
+        candidate = _digest(given)
+        if hmac.compare_digest(candidate, self._token_digest):
+            return OPERATOR
+        if self._read_digest is not None and hmac.compare_digest(candidate, self._read_digest):
+            return READER
+        return None
 
-    def new(self) -> tuple[Session, str]:
-        """A new session and the cookie value that carries it."""
+    def new(self, role: str = OPERATOR) -> tuple[Session, str]:
+        """A new session in ``role`` and the cookie value that carries it."""
         session_id = secrets.token_urlsafe(16)
         expires = int(time.time()) + LIFETIME
-        value = f"{session_id}.{expires}"
-        return self._session(session_id), f"{value}.{self._mac(value)}"
+        value = f"{session_id}.{expires}.{role}"
+        return self._session(session_id, role), f"{value}.{self._mac(value)}"
 
-    def _session(self, session_id: str) -> Session:
-        return Session(session_id, self._mac(f"csrf:{session_id}"))
+    def _session(self, session_id: str, role: str) -> Session:
+        return Session(session_id, self._mac(f"csrf:{session_id}"), role == OPERATOR)
 
     def of(self, request: Request) -> Session | None:
         """The request's session, if its cookie is genuine and not expired."""
-        value = request.cookies.get(COOKIE, "")
-        session_id, _, rest = value.partition(".")
-        expires, _, mac = rest.partition(".")
+        parts = request.cookies.get(COOKIE, "").split(".")
+        if len(parts) != 4:
+            return None
+        session_id, expires, role, mac = parts
         if not (session_id and expires.isascii() and expires.isdigit() and mac):
             return None
-        if not _same(mac, self._mac(f"{session_id}.{expires}")):
+        if role not in (OPERATOR, READER):
+            return None
+        if not _same(mac, self._mac(f"{session_id}.{expires}.{role}")):
             return None
         if int(expires) < time.time():
             return None
-        return self._session(session_id)
+        return self._session(session_id, role)
 
     def set_cookie(self, response: Response, request: Request, value: str) -> None:
         """Give the browser the session cookie, for the dashboard's paths only."""
@@ -132,6 +152,10 @@ def csrf_ok(session: Session, form: FormData) -> bool:
     """Whether the form carries the session's CSRF token."""
     given = form.get("csrf")
     return isinstance(given, str) and _same(given, session.csrf)
+
+
+def _digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode()).digest()
 
 
 def _same(given: str, expected: str) -> bool:

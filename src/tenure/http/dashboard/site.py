@@ -52,9 +52,9 @@ Gather = Callable[[App], dict[str, Any]]
 class Site:
     """The dashboard of one App, behind the API's token."""
 
-    def __init__(self, app: App, token: str | None) -> None:
+    def __init__(self, app: App, token: str | None, read_token: str | None = None) -> None:
         self.app = app
-        self.sessions = Sessions(token)
+        self.sessions = Sessions(token, read_token)
         self.templates = Jinja2Templates(directory=HERE / "templates", context_processors=[_where])
         views.environment(self.templates.env)
         self.live = Broadcaster(self._events)
@@ -185,17 +185,18 @@ class Site:
         given = form.get("token")
         if not same_origin(request) or not isinstance(given, str):
             return self._template(request, "login.html", None, {"next": target}, 403)
-        if not self.sessions.token_matches(given.strip()):
+        role = self.sessions.role_of(given.strip())
+        if role is None:
             context = {"next": target, "failed": True}
             return self._template(request, "login.html", None, context, 401)
-        _, cookie = self.sessions.new()
+        _, cookie = self.sessions.new(role)
         response = RedirectResponse(target, 303)
         self.sessions.set_cookie(response, request, cookie)
         return response
 
     async def logout(self, request: Request) -> Response:
         form = await read_form(request)
-        refused = self._refused(request, form)
+        refused = self._refused(request, form, acting=False)
         if refused is not None:
             return refused
         response = RedirectResponse(f"{root(request)}/login", 303)
@@ -204,15 +205,22 @@ class Site:
 
     # -- actions --------------------------------------------------------------------
 
-    def _refused(self, request: Request, form: FormData) -> Response | None:
+    def _refused(self, request: Request, form: FormData, *, acting: bool = True) -> Response | None:
         """A 403 page unless the POST carries its session's CSRF token and comes
-        from this host."""
+        from this host, and, when it ``acting`` on the queue, unless the session
+        may act (it logged in with the operator's token, not the read-only one)."""
         session = self.sessions.of(request)
         if session is None or not same_origin(request) or not csrf_ok(session, form):
             message = "This form has expired or did not come from this dashboard; reload the page."
-            context = {"code": 403, "message": message}
-            return self._template(request, "error.html", session, context, 403)
-        return None
+        elif acting and not session.can_act:
+            message = (
+                "This session can only look: it logged in with the read-only token. "
+                "Log in with the operator's token to retry or cancel tasks."
+            )
+        else:
+            return None
+        context = {"code": 403, "message": message}
+        return self._template(request, "error.html", session, context, 403)
 
     async def act(self, request: Request) -> Response:
         """``POST /tasks/{id}/retry`` or ``/cancel``: one task, named by its whole id."""

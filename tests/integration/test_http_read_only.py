@@ -1,0 +1,119 @@
+"""Two roles: the operator's token changes the queue, a read-only token
+(``TENURE_API_READ_TOKEN``) sees everything and changes nothing, in the API,
+the metrics and the dashboard, for every write route and every button."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import pytest
+from starlette.routing import Route
+from starlette.testclient import TestClient
+
+from tenure import App, ConfigError, Status
+from tenure.http import create_app
+from tenure.store import NewTask
+from tests.apps.dashboard import make_app, seed
+from tests.conformance.support import reach
+
+TOKEN = "operator-token-0123456789"
+READ_TOKEN = "reader-token-0123456789ab"
+BASE = "http://127.0.0.1:8765"
+READING = {"GET", "HEAD", "OPTIONS"}
+
+
+@pytest.fixture
+def app(store_url: str) -> Iterator[App]:
+    built = make_app(store_url)
+    seed(built, idle=3)
+    yield built
+    built.close()
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def api_writes(served: object) -> list[tuple[str, str]]:
+    """Every (method, path) of the API that changes something."""
+    found = []
+    for route in getattr(served, "routes", []):
+        if isinstance(route, Route) and route.path.startswith("/api"):
+            found += [(m, route.path) for m in sorted(route.methods or ()) if m not in READING]
+    return found
+
+
+def test_a_read_only_token_reads_the_api_and_the_metrics_and_writes_nothing(app: App) -> None:
+    failed, _ = reach(app.store, Status.FAILED)
+    pending = app.store.task_create(NewTask(topic="work", name="resize"))
+    served = create_app(app, token=TOKEN, read_token=READ_TOKEN)
+    writes = api_writes(served)
+    assert ("POST", "/api/tasks") in writes and len(writes) >= 3
+    before = {t.id: t for t in app.store.task_list(limit=1000).tasks}
+    with TestClient(served, base_url=BASE) as client:
+        assert client.get("/api/tasks", headers=bearer(READ_TOKEN)).status_code == 200
+        assert client.get(f"/api/tasks/{failed.id}", headers=bearer(READ_TOKEN)).status_code == 200
+        assert client.get("/metrics", headers=bearer(READ_TOKEN)).status_code == 200
+        for method, path in writes:
+            target = path.replace("{id}", pending.id if "cancel" in path else failed.id)
+            body = {"name": "resize", "args": ["x.png"]} if path == "/api/tasks" else None
+            refused = client.request(method, target, headers=bearer(READ_TOKEN), json=body)
+            assert refused.status_code == 403, (method, path, refused.text)
+            assert "only read" in refused.json()["error"]["message"]
+        assert {t.id: t for t in app.store.task_list(limit=1000).tasks} == before
+        # The operator's token still does what the reader's may not.
+        done = client.post(f"/api/tasks/{failed.id}/retry", headers=bearer(TOKEN))
+        assert done.status_code == 200
+        wrong = client.get("/api/tasks", headers=bearer("not-a-token-of-this-server"))
+        assert wrong.status_code == 401
+
+
+def test_a_read_only_login_sees_every_page_without_a_button_and_cannot_act(app: App) -> None:
+    failed, _ = reach(app.store, Status.FAILED)
+    with TestClient(create_app(app, token=TOKEN, read_token=READ_TOKEN), base_url=BASE) as client:
+        login = client.post("/login", data={"token": READ_TOKEN}, follow_redirects=False)
+        assert login.status_code == 303
+        for path in ["/", "/tasks", "/groups", "/workers", "/locks", "/periodic", "/reports"]:
+            assert client.get(path).status_code == 200, path
+        page = client.get(f"/tasks/{failed.id}").text
+        assert "/retry" not in page and "/cancel" not in page
+        listing = client.get("/tasks").text
+        assert "Retry selected" not in listing and "Read-only" in listing
+        csrf = re.search(r'name="csrf" value="([^"]+)"', listing)
+        assert csrf is not None
+        for action in ("retry", "cancel"):
+            answer = client.post(f"/tasks/{failed.id}/{action}", data={"csrf": csrf[1]})
+            assert answer.status_code == 403 and "read-only token" in answer.text
+        bulk = client.post("/tasks", data={"csrf": csrf[1], "action": "retry", "id": failed.id})
+        assert bulk.status_code == 403
+        assert app.store.task_get(failed.id).status is Status.FAILED  # type: ignore[union-attr]
+        out = client.post("/logout", data={"csrf": csrf[1]}, follow_redirects=False)
+        assert out.status_code == 303  # a reader may still log out
+
+
+def test_the_operator_login_keeps_its_buttons(app: App) -> None:
+    failed, _ = reach(app.store, Status.FAILED)
+    with TestClient(create_app(app, token=TOKEN, read_token=READ_TOKEN), base_url=BASE) as client:
+        client.post("/login", data={"token": TOKEN})
+        page = client.get(f"/tasks/{failed.id}").text
+        assert "/retry" in page
+        csrf = re.search(r'name="csrf" value="([^"]+)"', page)
+        assert csrf is not None
+        client.post(f"/tasks/{failed.id}/retry", data={"csrf": csrf[1]})
+        assert app.store.task_get(failed.id).status is Status.PENDING  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("token", "read_token", "insecure", "says"),
+    [
+        (TOKEN, TOKEN, False, "must not be the operator's"),
+        (TOKEN, "short", False, "at least 16"),
+        (None, READ_TOKEN, True, "needs an operator token"),
+    ],
+)
+def test_a_read_only_token_is_refused_where_it_makes_no_sense(
+    app: App, token: str | None, read_token: str, insecure: bool, says: str
+) -> None:
+    with pytest.raises(ConfigError, match=says):
+        create_app(app, token=token, read_token=read_token, insecure=insecure)
