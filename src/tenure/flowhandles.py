@@ -58,9 +58,16 @@ class ChainHandle:
     that group's callback)."""
 
     def __init__(
-        self, store: Store, group_id: str, stages: list[list[Task]], last: list[Task]
+        self,
+        store: Store,
+        group_id: str,
+        stages: list[list[Task]],
+        last: list[Task],
+        *,
+        many: bool = False,
     ) -> None:
         self.store = store
+        self._many = many  # it ends with a group without callback: a list of results
         self.group_id = group_id
         """What its tasks are listed under (``app.tasks.group(group_id)``)."""
         self.stages = [[TaskHandle[Any](store, t.id, t) for t in stage] for stage in stages]
@@ -84,7 +91,7 @@ class ChainHandle:
             results = [handle.wait(_left(deadline)) for handle in self._last]
         except (TaskFailed, TaskCancelled) as ended:
             raise self._stopped_error(ended) from ended
-        return results[0] if len(results) == 1 else results
+        return results if self._many else results[0]
 
     async def wait_async(self, timeout: float | None = None) -> Any:
         """:meth:`wait` for async code (``await handle`` is the same, with no timeout)."""
@@ -94,7 +101,7 @@ class ChainHandle:
         except (TaskFailed, TaskCancelled) as ended:
             stopped = await asyncio.to_thread(self._stopped_error, ended)
             raise stopped from ended
-        return results[0] if len(results) == 1 else results
+        return results if self._many else results[0]
 
     def __await__(self) -> Any:
         return self.wait_async().__await__()

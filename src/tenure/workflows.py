@@ -133,7 +133,8 @@ class Chain:
         plan = _Plan.of(self.stages, self.group_id)
         tasks = plan.write(connection)
         last = [tasks[i] for i in plan.last]
-        return ChainHandle(plan.app.store, plan.group_id, plan.split(tasks), last)
+        split = plan.split(tasks)
+        return ChainHandle(plan.app.store, plan.group_id, split, last, many=plan.ends_in_group)
 
 
 def group(
@@ -167,6 +168,9 @@ class _Plan:
         self.gates: list[NewGate] = []
         self.stage_ends: list[list[int]] = []
         self.last: list[int] = []
+        self.ends_in_group = False
+        """Whether the last stage is a group without callback (what follows it,
+        or its handle, gets a list of results, however many members it has)."""
         """The tasks whose results the workflow ends with."""
 
     @classmethod
@@ -188,13 +192,14 @@ class _Plan:
                 self._add(member, gated=bool(before))
         entered = list(range(start, len(self.tasks)))
         if before:
-            shape = GateShape.RESULT if len(before) == 1 else GateShape.RESULTS
+            shape = GateShape.RESULTS if self.ends_in_group else GateShape.RESULT
             self._gate(before, entered, GateMode.ALL_DONE, shape)
         ends = entered
         if isinstance(stage, Group) and stage.on_complete is not None:
             ends = [self._add(stage.on_complete, gated=True)]
             self._gate(entered, ends, GateMode.ALL_ENDED, GateShape.OUTCOMES)
         self.stage_ends.append(list(range(start, len(self.tasks))))
+        self.ends_in_group = isinstance(stage, Group) and stage.on_complete is None
         return ends
 
     def _add(self, signature: Signature[Any], *, gated: bool) -> int:

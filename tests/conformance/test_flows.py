@@ -234,5 +234,19 @@ def test_retention_prunes_the_gates_that_opened_or_broke_before_it(store: Store)
     assert store.gate_get("closed") is not None  # its member has not ended
 
 
+def test_retention_keeps_the_ended_members_of_a_gate_still_closed(store: Store) -> None:
+    members, callback, _ = group_with_callback(store, 2)
+    complete(store, 0, "early")
+    store.task_prune(60, now=in_(3600))  # the first member is long past retention
+    assert store.task_get(members[0].id) is not None
+    complete(store, 1, "late")
+    released = store.task_get(callback.id)
+    assert released is not None and released.status is Status.PENDING
+    assert [o["result"] for o in released.upstream["outcomes"]] == ["early", "late"]
+    assert released.run_at is not None  # runnable from its release, for the queue's age
+    store.task_prune(60, now=in_(3600))
+    assert store.task_get(members[0].id) is None  # the gate opened: it may go now
+
+
 def test_an_unknown_gate_is_none(store: Store) -> None:
     assert store.gate_get("nowhere") is None

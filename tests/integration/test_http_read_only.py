@@ -92,6 +92,18 @@ def test_a_read_only_login_sees_every_page_without_a_button_and_cannot_act(app: 
         assert out.status_code == 303  # a reader may still log out
 
 
+def test_a_readers_session_ends_with_its_token(app: App) -> None:
+    with TestClient(create_app(app, token=TOKEN, read_token=READ_TOKEN), base_url=BASE) as client:
+        client.post("/login", data={"token": READ_TOKEN})
+        cookie = client.cookies["tenure_session"]
+        assert client.get("/", follow_redirects=False).status_code == 200
+    for read_token in (None, "another-reader-token-012345"):
+        served = create_app(app, token=TOKEN, read_token=read_token)
+        with TestClient(served, base_url=BASE) as later:
+            later.cookies.set("tenure_session", cookie)
+            assert later.get("/", follow_redirects=False).status_code == 303, read_token
+
+
 def test_the_operator_login_keeps_its_buttons(app: App) -> None:
     failed, _ = reach(app.store, Status.FAILED)
     with TestClient(create_app(app, token=TOKEN, read_token=READ_TOKEN), base_url=BASE) as client:

@@ -102,6 +102,14 @@ def test_a_group_inside_a_chain_fans_out_and_in(flows: App) -> None:
     assert handle.wait(timeout=5) == 2 * 2 + 2 * 3 + 2 * 4
 
 
+def test_a_group_of_one_in_a_chain_still_gives_a_list(flows: App) -> None:
+    handle = add.s(1, 1).then(tenure.group([mul.s(5)])).then(total.s()).enqueue()
+    ends_in_one = add.s(2, 2).then(tenure.group([mul.s(3)])).enqueue()
+    run_until_empty(flows)
+    assert handle.wait(timeout=5) == 10  # total([10]): a list, though of one
+    assert ends_in_one.wait(timeout=5) == [12]
+
+
 def test_a_chain_may_end_with_a_group_and_its_callback(flows: App) -> None:
     fan = tenure.group([mul.s(2), boom.s()], on_complete=summarize.s("fan"))
     handle = add.s(2, 3).then(fan).enqueue()

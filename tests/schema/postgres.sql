@@ -126,7 +126,7 @@ CREATE TABLE tasks (
     CONSTRAINT tasks_lease_iff_running CHECK (((status = 'running'::text) = (lease_owner IS NOT NULL))),
     CONSTRAINT tasks_max_attempts_positive CHECK ((max_attempts >= 1)),
     CONSTRAINT tasks_pkey PRIMARY KEY (seq),
-    CONSTRAINT tasks_status_known CHECK ((status = ANY (ARRAY['waiting'::text, 'pending'::text, 'running'::text, 'snoozed'::text, 'done'::text, 'failed'::text, 'cancelled'::text])))
+    CONSTRAINT tasks_status_known CHECK ((status = ANY (ARRAY['waiting'::text, 'pending'::text, 'running'::text, 'snoozed'::text, 'done'::text, 'failed'::text, 'cancelled'::text]))) NOT VALID
 ) WITH (fillfactor=80);
 
 CREATE TABLE tenure_migrations (
@@ -246,7 +246,7 @@ CREATE TRIGGER tasks_transitioned AFTER UPDATE ON tenure.tasks REFERENCING OLD T
 
 CREATE TRIGGER tasks_unique BEFORE UPDATE OF status ON tenure.tasks FOR EACH ROW WHEN (((new.unique_key IS NOT NULL) AND (old.status IS DISTINCT FROM new.status))) EXECUTE FUNCTION tenure_unique_transition();
 
-CREATE TRIGGER tasks_wrote_error BEFORE UPDATE ON tenure.tasks FOR EACH ROW WHEN ((((new.error ->> 'attempt'::text) IS NOT NULL) AND ((new.error)::text IS DISTINCT FROM (old.error)::text))) EXECUTE FUNCTION tenure_error_kept();
+CREATE TRIGGER tasks_wrote_error BEFORE UPDATE OF status, error ON tenure.tasks FOR EACH ROW WHEN ((((new.error)::text IS DISTINCT FROM (old.error)::text) AND ((new.error ->> 'attempt'::text) IS NOT NULL))) EXECUTE FUNCTION tenure_error_kept();
 
 CREATE OR REPLACE FUNCTION tenure.tenure_created_wake()
  RETURNS trigger
@@ -371,6 +371,8 @@ BEGIN
                                                   'result', m.result, 'error', m.error)
                                 ORDER BY m.seq)
                 FROM "tenure".tasks AS m WHERE m.gate_out = gate)),
+            -- Runnable from now (or its own later time): a queue's age counts from here.
+            run_at = greatest(t.run_at, at),
             record_ver = t.record_ver + 1,
             updated_at = at
         WHERE t.gate_in = gate AND t.status = 'waiting';

@@ -289,6 +289,8 @@ BEGIN
                                          'error', json(m.error)) AS outcome
                       FROM tenure_tasks AS m WHERE m.gate_out = NEW.gate_out
                       ORDER BY m.seq))),
+        -- Runnable from now (or its own later time): a queue's age counts from here.
+        run_at = max(coalesce(run_at, NEW.updated_at), NEW.updated_at),
         record_ver = record_ver + 1,
         updated_at = NEW.updated_at
     WHERE gate_in = NEW.gate_out AND status = 'waiting'

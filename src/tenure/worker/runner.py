@@ -100,8 +100,9 @@ def resolve(registry: Registry, task: Task) -> TaskFunction[Any, Any] | Raised:
         return Raised(TaskError("UnknownTask", message), final=True)
     if task.gate_in is not None and task.upstream is None:
         message = (
-            f"it waits behind gate {task.gate_in}, which has not opened, so what the tasks "
-            "before it returned is not known: retry those, or enqueue this task anew"
+            f"it stood behind gate {task.gate_in}, which never opened (a task before it "
+            "failed or was cancelled), so what those tasks returned is not known: enqueue "
+            "the rest of the workflow anew"
         )
         return Raised(TaskError("UpstreamMissing", message), final=True)
     return found

@@ -87,7 +87,15 @@ class Sessions:
         session_id = secrets.token_urlsafe(16)
         expires = int(time.time()) + LIFETIME
         value = f"{session_id}.{expires}.{role}"
-        return self._session(session_id, role), f"{value}.{self._mac(value)}"
+        return self._session(session_id, role), f"{value}.{self._signed(value, role)}"
+
+    def _signed(self, value: str, role: str) -> str:
+        """The MAC of a cookie's ``value``: a reader's also covers the read-only
+        token, so that a reader's sessions end when that token changes or goes,
+        as everyone's end when the operator's token changes."""
+        if role == READER and self._read_digest is not None:
+            return self._mac(f"{value}.{self._read_digest.hex()}")
+        return self._mac(value)
 
     def _session(self, session_id: str, role: str) -> Session:
         return Session(session_id, self._mac(f"csrf:{session_id}"), role == OPERATOR)
@@ -100,9 +108,9 @@ class Sessions:
         session_id, expires, role, mac = parts
         if not (session_id and expires.isascii() and expires.isdigit() and mac):
             return None
-        if role not in (OPERATOR, READER):
+        if role != OPERATOR and (role != READER or self._read_digest is None):
             return None
-        if not _same(mac, self._mac(f"{session_id}.{expires}.{role}")):
+        if not _same(mac, self._signed(f"{session_id}.{expires}.{role}", role)):
             return None
         if int(expires) < time.time():
             return None

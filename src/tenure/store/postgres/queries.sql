@@ -519,10 +519,14 @@ SELECT clock_timestamp() AS now;
 -- instead of queueing. Each returns one row: how many rows it deleted.
 -- name: prune_tasks
 WITH picked AS MATERIALIZED (
-    SELECT seq FROM {schema}.tasks
+    SELECT seq FROM {schema}.tasks AS t
     WHERE status = ANY(%(statuses)s::text[])
       AND finished_at < COALESCE(%(now)s::timestamptz, now())
                         - make_interval(secs => %(older_than)s::float8)
+      -- A member of a gate still closed stays: its outcome is read when it opens.
+      AND (t.gate_out IS NULL OR NOT EXISTS (
+          SELECT FROM {schema}.gates AS g
+          WHERE g.id = t.gate_out AND g.opened_at IS NULL AND g.broken_at IS NULL))
     ORDER BY finished_at
     LIMIT %(limit)s::bigint
     FOR UPDATE SKIP LOCKED
@@ -782,8 +786,13 @@ BEGIN
         WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'p')
           AND c.relname = ANY (ARRAY['tasks', 'events', 'event_log', 'leaders', 'workers',
                                      'reports', 'task_counts', 'task_transitions',
-                                     'unique_locks', 'wake_wanted', 'gates',
-                                     'tenure_migrations'])
+                                     'unique_locks', 'wake_wanted', 'tenure_migrations']
+                               -- gates is tenure's only where tenure made it (a
+                               -- process pinned to schema=public that went on to
+                               -- 0018); else it may be the application's own.
+                               || CASE WHEN EXISTS (SELECT FROM public.tenure_migrations
+                                                    WHERE version = 18)
+                                       THEN ARRAY['gates'] ELSE ARRAY[]::text[] END)
     LOOP
         EXECUTE format('ALTER TABLE public.%I SET SCHEMA %I', found.relname, target);
     END LOOP;

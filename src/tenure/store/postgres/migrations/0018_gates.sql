@@ -5,8 +5,8 @@
 -- 'waiting'. Its remaining count is how many members have not ended, kept
 -- exactly by the transition trigger in the transaction that writes each
 -- ending (and each retry that sends an ended member back), under the gate
--- row's lock, taken gate by gate in the order of their ids so that two
--- batches of endings never wait on each other. The ending that leaves none
+-- row's lock, taken gate by gate in the order of their ids, so that two
+-- batches of endings that share gates wait for each other and never deadlock. The ending that leaves none
 -- remaining opens the gate in its own transaction: the tasks behind it become
 -- pending, given the members' outcomes (ids, statuses, results and errors, in
 -- the members' order) in upstream, so a callback reads them from its own row
@@ -19,7 +19,10 @@
 -- transaction, and their gates are marked broken.
 --
 -- The new columns are nullable without a default: adding them rewrites no
--- row. The status check only widens; validating it reads the table once.
+-- row. The status check only widens, so it is made NOT VALID: every row written
+-- from now on is checked, and the rows already there, which the old check
+-- held to fewer statuses, are not read again under this migration's lock. The
+-- two new indexes each read the table once.
 
 CREATE TABLE gates (
     id         text        PRIMARY KEY,
@@ -41,7 +44,6 @@ ALTER TABLE tasks
     ADD CONSTRAINT tasks_status_known CHECK (
         status IN ('waiting', 'pending', 'running', 'snoozed', 'done', 'failed', 'cancelled')
     ) NOT VALID;
-ALTER TABLE tasks VALIDATE CONSTRAINT tasks_status_known;
 
 -- Only the tasks of flows enter these: the rest of the table costs them nothing.
 CREATE INDEX tasks_behind_gate ON tasks (gate_in) WHERE gate_in IS NOT NULL;
@@ -74,6 +76,8 @@ BEGIN
                                                   'result', m.result, 'error', m.error)
                                 ORDER BY m.seq)
                 FROM {schema}.tasks AS m WHERE m.gate_out = gate)),
+            -- Runnable from now (or its own later time): a queue's age counts from here.
+            run_at = greatest(t.run_at, at),
             record_ver = t.record_ver + 1,
             updated_at = at
         WHERE t.gate_in = gate AND t.status = 'waiting';

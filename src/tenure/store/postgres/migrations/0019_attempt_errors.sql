@@ -87,9 +87,11 @@ $$;
 -- Only an attempt's error, stamped (a task cancelled because a task before it
 -- failed, UpstreamFailed, is not an attempt's). Named to fire after tasks_unique (BEFORE triggers fire in the order of their
 -- names), whose refusal at start writes an error too.
-CREATE TRIGGER tasks_wrote_error BEFORE UPDATE ON tasks
-FOR EACH ROW WHEN (NEW.error->>'attempt' IS NOT NULL
-                   AND NEW.error::text IS DISTINCT FROM OLD.error::text)
+-- Only writes that set the status or the error are looked at (not a lease
+-- extension, not progress), the cheap comparison first.
+CREATE TRIGGER tasks_wrote_error BEFORE UPDATE OF status, error ON tasks
+FOR EACH ROW WHEN (NEW.error::text IS DISTINCT FROM OLD.error::text
+                   AND NEW.error->>'attempt' IS NOT NULL)
 EXECUTE FUNCTION {schema}.tenure_error_kept();
 
 -- 0018's function, each event of a transition that wrote an error naming it.
