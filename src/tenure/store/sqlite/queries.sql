@@ -436,13 +436,14 @@ SELECT count(*) AS count FROM tenure_tasks WHERE true {index_filters} {row_filte
 -- index be used; :statuses narrows them.
 -- name: prune_tasks
 DELETE FROM tenure_tasks WHERE seq IN (
-    SELECT seq FROM tenure_tasks AS t INDEXED BY tenure_tasks_finished
+    SELECT seq FROM tenure_tasks INDEXED BY tenure_tasks_finished
     WHERE status IN ('done', 'failed', 'cancelled') AND finished_at < :cutoff
       AND status IN (SELECT value FROM json_each(:statuses))
       -- A member of a gate still closed stays: its outcome is read when it opens.
-      AND (t.gate_out IS NULL OR NOT EXISTS (
+      AND (gate_out IS NULL OR NOT EXISTS (
           SELECT 1 FROM tenure_gates AS g
-          WHERE g.id = t.gate_out AND g.opened_at IS NULL AND g.broken_at IS NULL))
+          WHERE g.id = tenure_tasks.gate_out AND g.opened_at IS NULL
+            AND g.broken_at IS NULL))
     ORDER BY finished_at  -- the oldest go first when the limit cuts the batch
     LIMIT :limit
 );
