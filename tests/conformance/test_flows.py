@@ -250,3 +250,11 @@ def test_retention_keeps_the_ended_members_of_a_gate_still_closed(store: Store) 
 
 def test_an_unknown_gate_is_none(store: Store) -> None:
     assert store.gate_get("nowhere") is None
+
+
+def test_a_gate_id_that_exists_refuses_the_whole_flow(store: Store) -> None:
+    store.flow_create([new(topic="x"), new(topic="y")], [NewGate("taken", (0,), (1,))])
+    with pytest.raises(InvalidInput) as refused:
+        store.flow_create([new(topic="x"), new(topic="y")], [NewGate("taken", (0,), (1,))])
+    assert refused.value.field == "gates"
+    assert store.task_count() == 2  # nothing of the second flow

@@ -31,6 +31,12 @@ MAX_FLOW_TASKS = 10_000
 """Most tasks one flow creates: a flow is one transaction."""
 
 
+def gate_taken() -> InvalidInput:
+    """What a flow naming a gate that exists is refused with, by every store
+    (nothing of the flow is written)."""
+    return InvalidInput("gates", "a gate with one of these ids exists already")
+
+
 class Flows(Backend):
     """Creating flows and reading their gates (a part of :class:`~tenure.store.Store`)."""
 

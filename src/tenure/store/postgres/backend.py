@@ -30,17 +30,18 @@ import psycopg
 from psycopg import conninfo, pq
 from psycopg_pool import ConnectionPool
 
-from tenure.errors import ConfigError, InvalidInput, LeaseLost
+from tenure.errors import ConfigError, InvalidInput, LeaseLost, StoreError
 from tenure.store import validate
 from tenure.store.backend import Positioned
 from tenure.store.base import Store
-from tenure.store.flows import placed
+from tenure.store.flows import gate_taken, placed
 from tenure.store.postgres import copying, pooler, rows, schema, statements
 from tenure.store.postgres.arrays import TextArray
 from tenure.store.postgres.driver import (
     configure,
     connection_kwargs,
     first_connection,
+    is_gate_taken,
     looks_dropped,
     lost_race,
     translated,
@@ -233,12 +234,17 @@ class PostgresStore(Listening, PostgresLog, SqlReads, Store):
         connection: Any,
     ) -> list[Task]:
         batch = statements.flow_insert_of(tasks, placements, gates, now)
-        if connection is None:
-            with self._connection() as conn:
-                inserted = self._sql.insert(conn, batch)
-        else:
-            with translated():
-                inserted = self._sql.insert(statements.callers(connection), batch)
+        try:
+            if connection is None:
+                with self._connection() as conn:
+                    inserted = self._sql.insert(conn, batch)
+            else:
+                with translated():
+                    inserted = self._sql.insert(statements.callers(connection), batch)
+        except StoreError as exc:
+            if is_gate_taken(exc.__cause__):
+                raise gate_taken() from None
+            raise
         return placed(_created(tasks, inserted), placements)
 
     def _gate_get(self, gate_id: str) -> Gate | None:

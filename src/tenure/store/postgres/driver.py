@@ -265,6 +265,13 @@ def is_duplicate_id(exc: BaseException) -> bool:
     )
 
 
+def is_gate_taken(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is the unique violation of a gate id that exists."""
+    return (
+        isinstance(exc, psycopg.errors.UniqueViolation) and exc.diag.constraint_name == "gates_pkey"
+    )
+
+
 def lost_race(exc: BaseException) -> bool:
     """Whether ``exc`` refused a leadership upsert only because a concurrent one
     won: a unique violation of the leaders' key, or a serialization failure

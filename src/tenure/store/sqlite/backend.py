@@ -30,7 +30,7 @@ from tenure.store.backend import (
     Positioned,
 )
 from tenure.store.base import DEFAULT_MAX_PAYLOAD_BYTES, Store
-from tenure.store.flows import placed
+from tenure.store.flows import gate_taken, placed
 from tenure.store.refusals import LOST_ERROR, NO_TRANSACTION, Answer, admin_refusal, refusal
 from tenure.store.sqlite import eventlog, is_memory_path, rows, schema, unique
 from tenure.store.sqlite.connections import Connections, begin_write, translated
@@ -219,6 +219,8 @@ class SQLiteStore(Watching, SqlReads, Store):
                 conn.executemany(Q["insert_gates"], [rows.gate_row(g, at) for g in gates])
                 conn.executemany(Q["insert_task"], inserted)
         except StoreError as exc:
+            if "tenure_gates.id" in str(exc.__cause__):
+                raise gate_taken() from None
             if isinstance(exc.__cause__, sqlite3.IntegrityError):
                 raise self._duplicate([t.id for t in tasks], connection) from None
             raise
