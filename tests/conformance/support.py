@@ -52,6 +52,14 @@ def reach(store: Store, status: Status, **fields: object) -> tuple[Task, Lease |
 ERROR = TaskError("ValueError", "boom", "Traceback ...")
 
 
+def fail_each(store: Store, topic: str, errors: list[TaskError]) -> None:
+    """Reserve the task of ``topic`` and fail it with each of ``errors`` in
+    turn, retried at once while attempts remain."""
+    for error in errors:
+        _, lease = reserve_one(store, topics=[topic])
+        store.task_fail(lease, error, retry_in=0)
+
+
 def last_event_cursor(store: Store) -> str | None:
     """Where a follower that has read the whole log so far would resume."""
     events = events_since(store, None)

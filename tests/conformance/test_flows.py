@@ -21,8 +21,6 @@ from tests.conformance.support import (
     reserve_one,
 )
 
-ENDED = ("done", "failed", "cancelled")
-
 
 def member(index: int, **fields: Any) -> Any:
     """A task of its own topic, so that a test reserves exactly the one it means."""

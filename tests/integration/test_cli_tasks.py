@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from tenure import Lease, Status, Store, TaskError
+from tenure import Status, Store, TaskError
 from tenure.cli import main
-from tenure.store import NewTask, ReserveParams
-from tests.conformance.support import reach
+from tenure.store import NewTask
+from tests.conformance.support import fail_each, reach
 
 APP = "tests.apps.basic:app"
 
@@ -140,10 +140,7 @@ def test_show_lists_every_attempts_error(
     store: Store, store_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     task = store.task_create(NewTask(topic="e", name="n", max_attempts=3))
-    for attempt in (1, 2, 3):
-        [running] = store.task_reserve(ReserveParams(owner="w", topics=["e"]))
-        error = TaskError("ValueError", f"bad {attempt}", "Traceback ...")
-        store.task_fail(Lease(task.id, "w", running.lease_token or 0), error, retry_in=0)
+    fail_each(store, "e", [TaskError("ValueError", f"bad {n}", "Traceback ...") for n in (1, 2, 3)])
     assert main(["show", task.id, "--url", store_url]) == 0
     shown = capsys.readouterr().out
     assert re.search(r"attempt 1\s+ValueError: bad 1", shown)

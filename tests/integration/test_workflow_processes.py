@@ -22,20 +22,12 @@ MEMBERS = 200
 
 
 @pytest.fixture
-def processes() -> list[WorkerProcess]:
-    started: list[WorkerProcess] = []
-    yield started  # type: ignore[misc]
-    for process in started:
-        process.stop()
-
-
-@pytest.fixture
 def app(store_url: str) -> App:
     with flows.app.using(store_url):
         yield flows.app  # type: ignore[misc]
 
 
-def start(url: str, processes: list[WorkerProcess], log: Path, command: str) -> WorkerProcess:
+def launch(url: str, processes: list[WorkerProcess], log: Path, command: str) -> WorkerProcess:
     options = ["--no-scheduler", "--lease", LEASE, "--concurrency", "4"]
     if command == "scheduler":
         options = ["--interval", "0.2"]
@@ -56,19 +48,19 @@ def ended(store: Store, ids: list[str]) -> int:
 
 
 def test_a_group_callback_is_released_once_while_workers_die(
-    app: App, store: Store, store_url: str, tmp_path: Path, processes: list[WorkerProcess]
+    app: App, store: Store, store_url: str, tmp_path: Path, workers: list[WorkerProcess]
 ) -> None:
     log = tmp_path / "callback.log"
     for _ in range(2):
-        start(store_url, processes, log, "scheduler")
-    workers = [start(store_url, processes, log, "worker") for _ in range(2)]
+        launch(store_url, workers, log, "scheduler")
+    victims = [launch(store_url, workers, log, "worker") for _ in range(2)]
     handle = app.group([flows.square.s(n) for n in range(MEMBERS)], on_complete=flows.collect.s())
     ids = [member.id for member in handle.members]
-    for victim, reached in zip(workers, (40, 110), strict=True):
+    for victim, reached in zip(victims, (40, 110), strict=True):
         wait_for(lambda at=reached: ended(store, ids) >= at, f"{reached} members ended")
         victim.signal(signal.SIGKILL)  # mid-group, with tasks in its hands
         victim.wait_exit()
-        start(store_url, processes, log, "worker")
+        launch(store_url, workers, log, "worker")
     assert handle.callback is not None
     counts = handle.callback.wait(timeout=60)
     expected_sum = sum(n * n for n in range(MEMBERS) if n % 10)
@@ -85,11 +77,11 @@ def test_a_group_callback_is_released_once_while_workers_die(
 
 
 def test_a_chain_runs_across_workers(
-    app: App, store_url: str, tmp_path: Path, processes: list[WorkerProcess]
+    app: App, store_url: str, tmp_path: Path, workers: list[WorkerProcess]
 ) -> None:
     log = tmp_path / "callback.log"
-    start(store_url, processes, log, "worker")
-    start(store_url, processes, log, "worker")
+    launch(store_url, workers, log, "worker")
+    launch(store_url, workers, log, "worker")
     chain = flows.step.s(0, 1).then(flows.step.s(2))
     for add in range(3, 6):
         chain = chain.then(flows.step.s(add))

@@ -19,6 +19,8 @@ SQLITE = set(load_queries("tenure.store.sqlite"))
 POSTGRES = set(load_queries("tenure.store.postgres"))
 
 SQLITE_ONLY = {
+    "prune_gates": "PostgreSQL deletes the settled gates in prune_tasks' own statement "
+    "(a data-modifying CTE); SQLite runs it as a second statement of the same transaction",
     "built_objects": "a new SQLite file gets the schema the migrations end with, built "
     "in memory and copied (so no old name is ever made beside an application's tables); "
     "PostgreSQL makes its objects in a schema of their own",

@@ -216,14 +216,7 @@ class PostgresStore(Listening, PostgresLog, SqlReads, Store):
                     return copying.copy_insert(self._sql, conn, tasks, now)
             with translated():
                 return copying.copy_insert(self._sql, statements.callers(connection), tasks, now)
-        batch = statements.insert_of(tasks, now)
-        if connection is None:
-            with self._connection() as conn:
-                inserted = self._sql.insert(conn, batch)
-        else:
-            with translated():
-                inserted = self._sql.insert(statements.callers(connection), batch)
-        return _created(tasks, inserted)
+        return _created(tasks, self._insert(statements.insert_of(tasks, now), connection))
 
     def _flow_create(
         self,
@@ -234,18 +227,21 @@ class PostgresStore(Listening, PostgresLog, SqlReads, Store):
         connection: Any,
     ) -> list[Task]:
         batch = statements.flow_insert_of(tasks, placements, gates, now)
+        return placed(_created(tasks, self._insert(batch, connection)), placements)
+
+    def _insert(self, batch: statements.Insert, connection: Any) -> list[Row]:
+        """Write ``batch`` on the store's connection or the caller's; a gate
+        that exists is refused as every store refuses it."""
         try:
             if connection is None:
                 with self._connection() as conn:
-                    inserted = self._sql.insert(conn, batch)
-            else:
-                with translated():
-                    inserted = self._sql.insert(statements.callers(connection), batch)
+                    return self._sql.insert(conn, batch)
+            with translated():
+                return self._sql.insert(statements.callers(connection), batch)
         except StoreError as exc:
             if is_gate_taken(exc.__cause__):
                 raise gate_taken() from None
             raise
-        return placed(_created(tasks, inserted), placements)
 
     def _gate_get(self, gate_id: str) -> Gate | None:
         found = self._read("get_gate", {"id": gate_id})
@@ -433,7 +429,6 @@ class PostgresStore(Listening, PostgresLog, SqlReads, Store):
         self, older_than: float, limit: int, now: datetime | None, statuses: list[str]
     ) -> int:
         params = {"older_than": older_than, "limit": limit, "now": now, "statuses": statuses}
-        self._count_of("prune_gates", params)
         return self._count_of("prune_tasks", params)
 
     def _event_prune(self, older_than: float, limit: int, now: datetime | None) -> int:

@@ -533,20 +533,15 @@ WITH picked AS MATERIALIZED (
 ), gone AS (
     DELETE FROM {schema}.tasks AS t USING picked WHERE t.seq = picked.seq
     RETURNING 1
-)
-SELECT count(*) AS count FROM gone;
-
--- With the tasks, the gates that opened or broke before the retention (their
--- tasks no longer need them).
--- name: prune_gates
-WITH gone AS (
+), settled AS (
+    -- With the tasks, in the same statement, the gates that opened or broke
+    -- before the retention (their tasks no longer need them).
     DELETE FROM {schema}.gates WHERE id IN (
         SELECT id FROM {schema}.gates
         WHERE COALESCE(opened_at, broken_at) < COALESCE(%(now)s::timestamptz, now())
                                                - make_interval(secs => %(older_than)s::float8)
         LIMIT %(limit)s::bigint
     )
-    RETURNING 1
 )
 SELECT count(*) AS count FROM gone;
 

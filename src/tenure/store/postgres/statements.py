@@ -259,13 +259,17 @@ def flow_insert_of(
     gates: Sequence[NewGate],
     now: datetime | None,
 ) -> Insert:
-    """How a flow is written: its gates, then its tasks in one statement."""
-    return Insert(
-        [task.id for task in tasks],
-        [("insert_task", rows.flow_params(tasks, placements, now))],
-        [],
-        [("insert_gates", rows.gate_params(gates, now))],
-    )
+    """How a flow is written: its gates, then its tasks, cut as any batch is."""
+    ids = [task.id for task in tasks]
+    cuts = split(ids, [len(task.data_json) for task in tasks])
+    parts = [
+        (
+            "insert_task",
+            rows.flow_params([tasks[i] for i in cut], [placements[i] for i in cut], now),
+        )
+        for cut in cuts
+    ]
+    return Insert(ids, parts, [], [("insert_gates", rows.gate_params(gates, now))])
 
 
 def inserting(batch: Insert) -> Steps[list[Row]]:

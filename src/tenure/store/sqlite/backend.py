@@ -189,20 +189,9 @@ class SQLiteStore(Watching, SqlReads, Store):
         self, tasks: list[PreparedTask], now: datetime | None, connection: Any
     ) -> list[Task]:
         at = epoch_or_now(now)
-        inserted = [rows.insert_row(task, at) for task in tasks]
-        try:
-            with self._within(connection) as conn:
-                conn.executemany(Q["insert_task"], inserted)
-                unique.lock_at_enqueue(conn, tasks, at)
-        except StoreError as exc:
-            if isinstance(exc.__cause__, sqlite3.IntegrityError):
-                raise self._duplicate([t.id for t in tasks], connection) from None
-            raise
-        created_at = from_epoch(at)
-        return [
-            task.created(created_at, rows.moment(row[rows.RUN_AT]))
-            for task, row in zip(tasks, inserted, strict=True)
-        ]
+        return self._insert(
+            tasks, [rows.insert_row(task, at) for task in tasks], [], at, connection
+        )
 
     def _flow_create(
         self,
@@ -214,10 +203,25 @@ class SQLiteStore(Watching, SqlReads, Store):
     ) -> list[Task]:
         at = epoch_or_now(now)
         inserted = [rows.flow_row(t, at, p) for t, p in zip(tasks, placements, strict=True)]
+        gated = [rows.gate_row(gate, at) for gate in gates]
+        return placed(self._insert(tasks, inserted, gated, at, connection), placements)
+
+    def _insert(
+        self,
+        tasks: list[PreparedTask],
+        inserted: list[tuple[Any, ...]],
+        gates: list[dict[str, Any]],
+        at: float,
+        connection: Any,
+    ) -> list[Task]:
+        """Write ``gates`` and the tasks' rows ``inserted``, taking the unique
+        locks taken at enqueue, all or nothing; the tasks as created ``at``."""
         try:
             with self._within(connection) as conn:
-                conn.executemany(Q["insert_gates"], [rows.gate_row(g, at) for g in gates])
+                if gates:
+                    conn.executemany(Q["insert_gates"], gates)
                 conn.executemany(Q["insert_task"], inserted)
+                unique.lock_at_enqueue(conn, tasks, at)
         except StoreError as exc:
             if "tenure_gates.id" in str(exc.__cause__):
                 raise gate_taken() from None
@@ -225,11 +229,10 @@ class SQLiteStore(Watching, SqlReads, Store):
                 raise self._duplicate([t.id for t in tasks], connection) from None
             raise
         created_at = from_epoch(at)
-        created = [
+        return [
             task.created(created_at, rows.moment(row[rows.RUN_AT]))
             for task, row in zip(tasks, inserted, strict=True)
         ]
-        return placed(created, placements)
 
     def _gate_get(self, gate_id: str) -> Gate | None:
         found = self._read("get_gate", {"id": gate_id})

@@ -227,7 +227,7 @@ RETURNING id, status, attempts, record_ver;
 
 -- An attempt's error, :error, kept in errors with the attempt and :now (the
 -- last 20, each traceback's last 8 KB), as PostgreSQL's trigger
--- tasks_wrote_error keeps it (0019_attempt_errors.sql). In the statement that
+-- tasks_wrote_error keeps it (0018_flows_and_errors.sql). In the statement that
 -- writes the error, not in a trigger: an UPDATE's RETURNING shows no change a
 -- trigger made after it. An aggregate reads a subquery with ORDER BY in order.
 -- fragment: errors_kept

@@ -1,5 +1,11 @@
--- Workflows: gates between tasks (a group's callback, a chain's links), as in
--- PostgreSQL's 0018_gates.sql, whose header says how a gate works.
+-- Workflows: gates between tasks (a group's callback, a chain's links); and
+-- every attempt's error, kept on its task, with the error's type and message on
+-- the event of the transition that wrote it. As in PostgreSQL's
+-- 0018_flows_and_errors.sql, whose header says how a gate works. The
+-- statements that write an attempt's error keep it in errors themselves
+-- (queries.sql's errors_kept): SQLite's triggers cannot change the row being
+-- written, and a change a trigger makes after it is missing from the
+-- statement's RETURNING.
 --
 -- A new status, 'waiting', for the tasks behind a gate. SQLite cannot change
 -- a table's CHECK constraint in place, so the tasks table is made again
@@ -26,6 +32,9 @@ CREATE TABLE tenure_gates (
 );
 -- Retention finds the gates that opened or broke long ago along this.
 CREATE INDEX tenure_gates_settled ON tenure_gates (coalesce(opened_at, broken_at));
+
+ALTER TABLE tenure_events ADD COLUMN error_type TEXT;
+ALTER TABLE tenure_events ADD COLUMN error_message TEXT;
 
 CREATE TABLE tenure_tasks_rebuilt (
     seq                INTEGER PRIMARY KEY,
@@ -68,6 +77,7 @@ CREATE TABLE tenure_tasks_rebuilt (
     gate_in            TEXT,
     gate_out           TEXT,
     upstream           TEXT,
+    errors             TEXT,
     CHECK ((status = 'running') = (lease_owner IS NOT NULL))
 );
 
@@ -147,15 +157,9 @@ BEGIN
         finished_at = NEW.updated_at,
         record_ver = record_ver + 1,
         updated_at = NEW.updated_at
-    WHERE status = 'waiting' AND gate_in IN (
-        WITH RECURSIVE downstream (id) AS (
-            SELECT id FROM tenure_gates WHERE id = NEW.gate_out AND broken_at IS NOT NULL
-            UNION
-            SELECT t.gate_out
-            FROM tenure_tasks AS t JOIN downstream AS d ON t.gate_in = d.id
-            WHERE t.status = 'waiting' AND t.gate_out IS NOT NULL
-        )
-        SELECT id FROM downstream
+    WHERE status = 'waiting' AND gate_in IN (  -- the gates the two statements above broke
+        SELECT id FROM tenure_gates
+        WHERE coalesce(opened_at, broken_at) = NEW.updated_at AND broken_at IS NOT NULL
     );
     -- None remaining: open it, and give the tasks behind it every member's outcome.
     UPDATE tenure_gates SET opened_at = NEW.updated_at
@@ -197,10 +201,12 @@ CREATE TRIGGER tenure_tasks_transitioned AFTER UPDATE OF status ON tenure_tasks
 WHEN NEW.status IS NOT OLD.status
 BEGIN
     INSERT INTO tenure_events (id, task_id, topic, name, from_status, to_status, attempt,
-                               owner, at)
+                               owner, at, error_type, error_message)
     SELECT next.id,
            NEW.id, NEW.topic, NEW.name, OLD.status, NEW.status, NEW.attempts, NEW.assignee,
-           NEW.updated_at
+           NEW.updated_at,
+           CASE WHEN NEW.error IS NOT OLD.error THEN json_extract(NEW.error, '$.type') END,
+           CASE WHEN NEW.error IS NOT OLD.error THEN json_extract(NEW.error, '$.message') END
     FROM tenure_next_event_id AS next;
 END;
 
