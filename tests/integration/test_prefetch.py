@@ -44,13 +44,15 @@ def test_a_waiting_task_is_reserved_and_its_timeout_starts_when_it_runs(
 def test_sigterm_hands_waiting_tasks_back_at_once(
     store: Store, store_url: str, tmp_path: Path, workers: list[WorkerProcess]
 ) -> None:
-    gate = tmp_path / "gate"
-    running = enqueue(store, basic.blocks, str(gate), "finished in grace")
+    gate, began = tmp_path / "gate", tmp_path / "began"
+    running = enqueue(store, basic.blocks, str(gate), "finished in grace", str(began))
     waiting = [enqueue(store, basic.add, i, i) for i in range(2)]
     worker = WorkerProcess(store_url, "--concurrency", "1", "--prefetch", "2", "--grace", "60")
     workers.append(worker)
     for task in (running, *waiting):
         wait_until(store, task.id, lambda t: t.status is Status.RUNNING)
+    basic.wait_for_file(str(began), limit=30)  # running, not only reserved
+    assert began.exists()
     worker.signal(signal.SIGTERM)
     # Handed back while the running task still runs (its gate is shut).
     for task in waiting:
