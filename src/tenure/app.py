@@ -28,8 +28,10 @@ from tenure.loading import find
 from tenure.maintenance.observer import Observation, Reports
 from tenure.maintenance.periodic import Periodic
 from tenure.maintenance.scheduler import Scheduler
+from tenure.maintenance.schedules import Schedules
 from tenure.registry import Registry
 from tenure.store import DEFAULT_MAX_PAYLOAD_BYTES, Store, open_store, resolve_url
+from tenure.store.schedules import DEFAULT_CATCH_UP
 from tenure.store.url import redact
 from tenure.store.validate import status as check_status
 from tenure.unique import DEFAULT_TTL
@@ -85,6 +87,9 @@ class App:
         """Follow every transition and report: :class:`~tenure.events.Events`."""
         self.reports = Reports(lambda: self.store)
         """The observer's latest reports: ``app.reports.get(key)``, ``.list()``."""
+        self.schedules = Schedules(lambda: self.store, self.registry, self.periodics)
+        """Periodic tasks added, edited, paused and removed at run time, beside
+        those declared in code: :class:`~tenure.maintenance.schedules.Schedules`."""
         self._opened: _Opened | None = None
         self._opening = threading.Lock()
 
@@ -222,15 +227,22 @@ class App:
         args: tuple[Any, ...] = (),
         kwargs: dict[str, Any] | None = None,
         name: str | None = None,
+        tz: str | None = None,
+        catch_up: float = DEFAULT_CATCH_UP,
     ) -> Callable[[TaskFunction[P, R]], TaskFunction[P, R]]:
-        """Enqueue a task on a schedule: a cron expression (``"*/5 * * * *"``) or an
-        interval in seconds. Apply it above ``@app.task``; the scheduler enqueues
-        one task per tick, exactly once, with ``args``/``kwargs``."""
+        """Enqueue a task on a schedule: a cron expression (``"*/5 * * * *"``, read
+        in the IANA zone ``tz``, UTC by default) or an interval in seconds. Apply
+        it above ``@app.task``; the elected scheduler enqueues one task per tick,
+        exactly once, with ``args``/``kwargs``. It starts from the first time a
+        scheduler stores it; after a gap (a failover, a deploy) the ticks missed
+        within the last ``catch_up`` seconds are enqueued, older ones skipped."""
 
         def register(function: TaskFunction[P, R]) -> TaskFunction[P, R]:
             if not isinstance(function, TaskFunction):
                 raise ConfigError("@app.periodic goes above @app.task")
-            periodic = Periodic(function, schedule, args, dict(kwargs or {}), name or "")
+            periodic = Periodic(
+                function, schedule, args, dict(kwargs or {}), name or "", tz, catch_up
+            )
             if any(p.name == periodic.name for p in self.periodics):
                 raise ConfigError(f"a periodic task named {periodic.name!r} exists already")
             self.periodics.append(periodic)
@@ -297,6 +309,7 @@ class App:
             self.store,
             owner or default_owner(),
             periodics=self.periodics,
+            tasks=self.registry.get,
             observations=self.observations,
             **options,
         )

@@ -7,6 +7,8 @@ one case. The tree::
     ├── InvalidInput            bad input at a boundary; nothing was written
     ├── TaskNotFound            no task with that id
     ├── DuplicateTask           a task with that id exists already
+    ├── ScheduleNotFound        no schedule with that name
+    ├── ScheduleExists          a schedule with that name exists already
     ├── InvalidTransition       the status table forbids the change asked for
     │   └── AlreadyDone         the task is done; done is final
     ├── LeaseError              a lease holder's write was refused; nothing changed
@@ -66,6 +68,23 @@ class DuplicateTask(TenureError):
     def __init__(self, task_id: str) -> None:
         super().__init__(f"a task with id {task_id!r} exists already")
         self.task_id = task_id
+
+
+class ScheduleNotFound(TenureError, LookupError):
+    """No schedule has the given name."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"no schedule named {name!r}")
+        self.name = name
+
+
+class ScheduleExists(TenureError):
+    """A schedule with the given name exists already (added at run time, or
+    declared in code); adding it again changes nothing."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"a schedule named {name!r} exists already")
+        self.name = name
 
 
 class InvalidTransition(TenureError):

@@ -1,15 +1,10 @@
-"""Leadership, periodic ticks and the scheduler cycle, on each store, with
+"""Leadership and the scheduler cycle, on each store, with
 controlled monotonic clocks (no sleeps)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-
-import pytest
-
-from tenure import App, Status, Store
+from tenure import Status, Store
 from tenure.maintenance.leader import Leadership
-from tenure.maintenance.periodic import Periodic, PeriodicEnqueuer
 from tenure.maintenance.scheduler import Scheduler
 from tests.conformance.support import FakeClock, new, reserve_one
 
@@ -65,52 +60,6 @@ def test_resign_hands_over_at_once(store: Store) -> None:
     a.tick()
     a.resign()
     assert b.tick() is True
-
-
-def test_interval_ticks_are_aligned_and_cron_ticks_follow_the_expression(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    app = App(f"sqlite:///{tmp_path / 'p.db'}")
-
-    @app.task(topic="p")
-    def job() -> None: ...
-
-    start = datetime(2030, 1, 1, 0, 0, 0, tzinfo=UTC)
-    every = Periodic(job, 15)
-    assert list(every.ticks(start, start + timedelta(seconds=46))) == [
-        start + timedelta(seconds=s) for s in (15, 30, 45)
-    ]
-    cron = Periodic(job, "*/20 * * * *")
-    assert list(cron.ticks(start, start + timedelta(hours=1))) == [
-        start + timedelta(minutes=m) for m in (20, 40, 60)
-    ]
-    assert every.task_id(start) == f"periodic:{job.name}:2030-01-01T00:00:00+00:00"
-    with pytest.raises(ValueError, match="cron"):
-        Periodic(job, "every tuesday")
-    with pytest.raises(ValueError, match="at least 1 second"):
-        Periodic(job, 0.5)
-
-
-def test_racing_enqueuers_create_each_tick_once(store: Store) -> None:
-    app = App("sqlite:///unused.db")
-
-    @app.task(topic="p")
-    def tick_job() -> None: ...
-
-    periodic = Periodic(tick_job, 1)
-    first, second = (
-        PeriodicEnqueuer([periodic], lookback=5),
-        PeriodicEnqueuer([periodic], lookback=5),
-    )
-    before = store.clock_now()
-    created = first.run_once(store) + second.run_once(store)
-    created += first.run_once(store) + second.run_once(store)
-    after = store.clock_now()
-    ids = [t.id for t in store.task_list(limit=100).tasks]
-    assert len(ids) == len(set(ids)) == created
-    # The ticks of the last five seconds, each once: five at the first run, and
-    # one more per second boundary the store's clock crossed while they ran (on
-    # a loaded machine the four runs may take more than a second or two).
-    possible = len(list(periodic.ticks(before - timedelta(seconds=5), after)))
-    assert 5 <= created <= possible
 
 
 def test_only_the_leader_runs_the_cycle_and_it_recovers_dead_leases(store: Store) -> None:

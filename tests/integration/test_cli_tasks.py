@@ -229,10 +229,54 @@ def test_workers_locks_and_periodic_print_json(
     argv = ["periodic", "--url", store_url, "--app", "tests.apps.periodic:app"]
     assert main([*argv, "--json"]) == 0
     [tick] = out_json(capsys)
-    assert tick["schedule"] == "* * * * * *" and tick["last_task_id"] is None
+    assert tick["cron"] == "* * * * * *" and tick["last_task_id"] is None
+    assert (tick["origin"], tick["declared"], tick["paused"]) == ("code", True, False)
     assert tick["next_tick"] is not None
     assert main(argv) == 0
     assert "never" in capsys.readouterr().out
+
+
+def test_periodic_schedules_are_added_paused_edited_and_removed(
+    store: Store, store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    app = ["--url", store_url, "--app", "tests.apps.basic:app"]
+    added = ["periodic", "add", "sums", "tests.apps.basic.add", "5m", *app, "--json"]
+    assert main([*added, "--args", "[1, 2]"]) == 0
+    shown = out_json(capsys)
+    assert (shown["every"], shown["args"], shown["origin"]) == (300.0, [1, 2], "store")
+    assert main(["periodic", "pause", "sums", "--url", store_url]) == 0
+    assert "paused sums" in capsys.readouterr().err
+    edited = ["periodic", "edit", "sums", "--url", store_url, "--json"]
+    assert main([*edited, "--schedule", "0 9 * * 1-5", "--tz", "Europe/Berlin"]) == 0
+    shown = out_json(capsys)
+    assert (shown["cron"], shown["tz"], shown["paused"]) == ("0 9 * * 1-5", "Europe/Berlin", True)
+    assert main(["periodic", "resume", "sums", "--url", store_url]) == 0
+    capsys.readouterr()
+    assert main(["periodic", "--url", store_url]) == 0
+    listed = capsys.readouterr().out
+    assert "sums" in listed and "0 9 * * 1-5 (Europe/Berlin)" in listed and "run time" in listed
+    assert main(["periodic", "remove", "sums", "--url", store_url]) == 0
+    assert store.schedule_list() == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["add", "x", "tests.apps.basic.add", "every day"], "not a valid cron expression"),
+        (["add", "x", "no.such.task", "5m"], "no task named 'no.such.task'"),
+        (["add", "x", "tests.apps.basic.add", "5m", "--args", '["a"]', "--tz", "UTC"], "spec.tz"),
+        (["add", "x", "tests.apps.basic.add", "5m", "--kwargs", '{"z": 1}'], "do not fit"),
+        (["pause", "missing"], "no schedule named 'missing'"),
+    ],
+)
+def test_periodic_mistakes_get_one_line(
+    store: Store, store_url: str, capsys: pytest.CaptureFixture[str], argv: list[str], said: str
+) -> None:
+    code = main(["periodic", *argv, "--url", store_url, "--app", "tests.apps.basic:app"])
+    err = capsys.readouterr().err
+    assert code in (1, 2) and said in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) <= 2
+    assert store.schedule_list() == []
 
 
 @pytest.mark.parametrize(

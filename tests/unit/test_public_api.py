@@ -40,6 +40,8 @@ def test_exported_names_are_pinned() -> None:
             "OnConflict",
             "Outcome",
             "Retry",
+            "ScheduleExists",
+            "ScheduleNotFound",
             "Signature",
             "Snooze",
             "Status",

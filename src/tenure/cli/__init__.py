@@ -18,7 +18,17 @@ from typing import NoReturn, cast
 
 from tenure import __version__
 from tenure.admin import TaskAdmin
-from tenure.cli import commands, doctor, running, scheduler, serve, settings, tasks, worker
+from tenure.cli import (
+    commands,
+    doctor,
+    periodic,
+    running,
+    scheduler,
+    serve,
+    settings,
+    tasks,
+    worker,
+)
 from tenure.cli import events as event_commands
 from tenure.cli.output import console, error, task_table
 from tenure.cli.parsing import open_existing
@@ -106,6 +116,7 @@ def build_parser(*, layered: bool = True) -> Parser:
     worker.add(subcommands, url_too, layers)
     scheduler.add(subcommands, url_too, layers)
     commands.add(subcommands, url_too)
+    periodic.add(subcommands, url_too)
     tasks.add(subcommands, url_too)
     event_commands.add(subcommands, url_too)
     serve.add(subcommands, url_too)

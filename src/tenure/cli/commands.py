@@ -13,10 +13,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from tenure.admin import TaskAdmin
-from tenure.app import load_app
 from tenure.cli.output import STATUS_STYLE, console, print_json
 from tenure.cli.parsing import duration, where
-from tenure.maintenance.periodic import PeriodicState, periodic_states
 from tenure.shapes import lock_json, stats_json, worker_json
 from tenure.store.migrate import migrate_store, migration_sql
 from tenure.task import Status
@@ -46,8 +44,6 @@ def add(
     command("locks", "list held unique locks", _locks)
     stats = command("stats", "the queue at a glance: counts, waits, throughput, workers", _stats)
     stats.add_argument("--window", type=duration, default=300.0, help="throughput over this")
-    periodic = command("periodic", "list an App's periodic tasks and their ticks", _periodic)
-    periodic.add_argument("--app", required=True, help="module:attribute of your tenure.App")
     _add_migrate(subcommands, url_too)
 
 
@@ -162,33 +158,6 @@ def _age(seconds: float) -> str:
         if seconds >= size:
             return f"{seconds / size:.1f}{unit}"
     return f"{seconds:.1f}s"
-
-
-def _periodic(admin: TaskAdmin, args: argparse.Namespace) -> int:
-    states = periodic_states(load_app(args.app).periodics, admin.store)
-    if args.json:
-        print_json([_periodic_json(state) for state in states])
-        return 0
-    table = Table(caption=f"{len(states)} periodic tasks", box=box.SIMPLE_HEAD, pad_edge=False)
-    for column in ("name", "schedule", "task", "next tick", "last enqueued"):
-        table.add_column(column, no_wrap=True)
-    for state in states:
-        periodic = state.periodic
-        cells = (periodic.name, str(periodic.schedule), periodic.function.name)
-        last = escape(state.last_task_id or "never")
-        table.add_row(*map(escape, cells), _when(state.next_tick), last)
-    console.print(table)
-    return 0
-
-
-def _periodic_json(state: PeriodicState) -> object:
-    return {
-        "name": state.periodic.name,
-        "schedule": state.periodic.schedule,
-        "task": state.periodic.function.name,
-        "next_tick": None if state.next_tick is None else state.next_tick.isoformat(),
-        "last_task_id": state.last_task_id,
-    }
 
 
 def _when(moment: datetime | None) -> str:

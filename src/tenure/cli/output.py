@@ -45,6 +45,11 @@ def _escape(text: str) -> str:
     return text.replace("[", "\\[")
 
 
+def note(text: str) -> None:
+    """A note for the person at the terminal, on stderr (stdout stays the id)."""
+    print(text, file=sys.stderr)
+
+
 def print_json(value: object) -> None:
     """``value`` as indented JSON on stdout, plain (no colour), for scripts."""
     print(json.dumps(value, indent=2, default=str))

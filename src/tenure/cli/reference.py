@@ -25,6 +25,8 @@ def markdown(parser: argparse.ArgumentParser | None = None) -> str:
     sections = [START, "", *_overview(parser)]
     for name, command in _subcommands(parser):
         sections += _section(name, command)
+        for action, nested in _subcommands(command):  # tenure periodic add, …
+            sections += _section(f"{name} {action}", nested)
     sections.append(END)
     return "\n".join(sections) + "\n"
 

@@ -22,7 +22,7 @@ from rich.progress import Progress
 from tenure.admin import TaskAdmin
 from tenure.app import load_app
 from tenure.cli.events import event_rows
-from tenure.cli.output import console, error, print_json, task_table
+from tenure.cli.output import console, error, note, print_json, task_table
 from tenure.cli.parsing import duration, json_value, moment, open_existing, where
 from tenure.errors import InvalidInput, InvalidTransition, TaskNotFound
 from tenure.shapes import event_json, task_json
@@ -147,7 +147,7 @@ def _enqueue(args: argparse.Namespace) -> int:
         print_json(task_json(task))
     else:
         console.print(escape(task.id), soft_wrap=True)
-        error_console_note(f"enqueued {task.name} on {task.topic} in {where(args)}")
+        note(f"enqueued {task.name} on {task.topic} in {where(args)}")
     return 0
 
 
@@ -169,11 +169,6 @@ def _new_task(args: argparse.Namespace, store: Store) -> NewTask:
     function = load_app(args.app).lookup(args.name)
     chosen = {k: v for k, v in overrides.items() if v is not None}
     return function.prepared(function.options(**chosen).new_task(args.args, args.kwargs))
-
-
-def error_console_note(text: str) -> None:
-    """A note for the person at the terminal, on stderr (stdout stays the id)."""
-    print(text, file=sys.stderr)
 
 
 # -- tasks and show ---------------------------------------------------------------------

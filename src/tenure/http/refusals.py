@@ -21,6 +21,8 @@ from tenure.errors import (
     DuplicateTask,
     InvalidInput,
     InvalidTransition,
+    ScheduleExists,
+    ScheduleNotFound,
     StoreUnavailable,
     TaskNotFound,
     TenureError,
@@ -37,6 +39,8 @@ TABLE: tuple[tuple[type[TenureError], int, str | None], ...] = (
     (InvalidInput, 422, None),  # None: the field the error names
     (TaskNotFound, 404, "id"),
     (DuplicateTask, 409, "options.id"),
+    (ScheduleNotFound, 404, "name"),
+    (ScheduleExists, 409, "name"),
     (InvalidTransition, 409, "status"),
     (UniqueConflict, 409, None),
     (StoreUnavailable, 503, None),

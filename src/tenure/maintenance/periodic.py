@@ -1,153 +1,206 @@
-"""Periodic tasks: enqueued by the scheduler once per tick of a cron schedule or an
-interval, exactly once however many schedulers race or fail over.
+"""Periodic tasks: enqueued by the elected scheduler once per tick of a cron
+schedule (in a time zone) or an interval, exactly once however many schedulers
+race or fail over.
 
-Each tick's task gets an id made of the periodic's name and the tick's time, so
-a second enqueue of the same tick is refused by the store as a duplicate: at
-most once by construction. The leader enqueues every tick that fell in the last
-``lookback`` seconds and was not enqueued yet, so a tick that fell during a
-failover still runs; older ones are skipped rather than replayed in a storm.
+Every schedule lives in the store (:mod:`tenure.store.schedules`): those
+declared in code with ``@app.periodic``, which the scheduler stores at the
+start of each term, and those added at run time (``app.schedules``). Each keeps
+the newest tick it enqueued, moved in the transaction that enqueues the tick's
+task, so:
+
+- a first start enqueues nothing from before it (a schedule starts from the
+  moment it is stored);
+- a failover resumes from the last tick the store saw, and enqueues the ticks
+  missed in between, up to the schedule's ``catch_up`` seconds back; older ones
+  are skipped, not replayed in a storm;
+- two schedulers that race enqueue each tick once (the tick's move is a
+  compare-and-set, and its task's id is made of the schedule's name and the
+  tick's time, which the store also refuses twice).
+
 Ticks are computed on the store's clock, which all schedulers share.
 """
 
 from __future__ import annotations
 
 import logging
-import math
-from collections.abc import Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from croniter import croniter
-
-from tenure.checks import seconds as check_seconds
-from tenure.errors import DuplicateTask, InvalidInput, StoreError
+from tenure.errors import InvalidInput
 from tenure.store import Store
+from tenure.store.schedules import DEFAULT_CATCH_UP, Origin, Schedule, ScheduleSpec, check_spec
+from tenure.timetable import Timetable
 
 if TYPE_CHECKING:
     from tenure.function import TaskFunction
 
 log = logging.getLogger("tenure.scheduler")
 
+Lookup = Callable[[str], "TaskFunction[Any, Any] | None"]
+"""The registered function of a task name, or ``None`` if it is unknown here."""
+
 
 @dataclass(frozen=True)
 class Periodic:
-    """A task to enqueue on a schedule: a cron expression or every N seconds."""
+    """A task declared in code to enqueue on a schedule: a cron expression
+    (read in ``tz``) or every N seconds."""
 
     function: TaskFunction[Any, Any]
     schedule: str | float
     args: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = field(default_factory=dict)
     name: str = ""
+    tz: str | None = None
+    catch_up: float = DEFAULT_CATCH_UP
 
     def __post_init__(self) -> None:
         if not self.name:
             object.__setattr__(self, "name", self.function.name)
-        if isinstance(self.schedule, str):
-            if not croniter.is_valid(self.schedule):
-                raise InvalidInput("schedule", f"not a valid cron expression: {self.schedule!r}")
-        else:
-            every = check_seconds(self.schedule, "schedule")
-            if every < 1:
-                raise InvalidInput("schedule", "an interval must be at least 1 second")
+        check_spec(self.spec, "periodic")
         self.function.new_task(self.args, self.kwargs)  # the call must fit, now
 
-    def ticks(self, after: datetime, until: datetime) -> Iterator[datetime]:
-        """Every tick in ``(after, until]``, oldest first."""
-        if isinstance(self.schedule, str):
-            times = croniter(self.schedule, after.astimezone(UTC))
-            while (tick := times.get_next(datetime)) <= until:
-                yield tick.astimezone(UTC)
-            return
-        every = float(self.schedule)
-        n = math.floor(after.timestamp() / every) + 1
-        while (at := n * every) <= until.timestamp():
-            yield datetime.fromtimestamp(at, UTC)
-            n += 1
-
-    def recent_ticks(self, now: datetime, count: int) -> list[datetime]:
-        """The last ``count`` ticks at or before ``now``, newest first."""
-        if isinstance(self.schedule, str):
-            times = croniter(self.schedule, now.astimezone(UTC) + timedelta(seconds=1))
-            found = [times.get_prev(datetime).astimezone(UTC) for _ in range(count)]
-            return [tick for tick in found if tick <= now]
-        every = float(self.schedule)
-        last = math.floor(now.timestamp() / every)
-        return [datetime.fromtimestamp((last - n) * every, UTC) for n in range(count)]
+    @property
+    def spec(self) -> ScheduleSpec:
+        """What the store keeps of it."""
+        return ScheduleSpec(
+            self.name, self.function.name, self.schedule, self.tz,
+            self.args, self.kwargs, self.catch_up,
+        )  # fmt: skip
 
     @property
-    def id_prefix(self) -> str:
-        """What the id of each of its tasks begins with."""
-        return f"periodic:{self.name}:"
-
-    def task_id(self, tick: datetime) -> str:
-        return f"{self.id_prefix}{tick.astimezone(UTC).isoformat(timespec='seconds')}"
+    def timetable(self) -> Timetable:
+        return Timetable(self.schedule, self.tz)
 
 
-RECENT_TICKS = 20
-"""Ticks a periodic task's state looks back over for the last one enqueued."""
+def task_id(name: str, tick: datetime) -> str:
+    """The id of the task schedule ``name`` enqueues for ``tick``."""
+    return f"periodic:{name}:{tick.astimezone(UTC).isoformat(timespec='seconds')}"
 
 
 @dataclass(frozen=True)
 class PeriodicState:
-    """Where a periodic task stands: its next tick after now, and the id of the
-    last task it enqueued among its :data:`RECENT_TICKS` latest ticks (``None``
-    if none of them was)."""
+    """Where a schedule stands, as ``tenure periodic`` and the dashboard show
+    it: its next tick (``None`` while paused, or none within 400 days), and
+    the newest tick it enqueued, with its task's id (``None`` if none yet).
+    ``declared`` is false for a schedule stored from code that this App no
+    longer declares (it is not enqueued)."""
 
-    periodic: Periodic
+    spec: ScheduleSpec
+    origin: Origin
+    declared: bool
+    paused: bool
     next_tick: datetime | None
+    last_tick: datetime | None
     last_task_id: str | None
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
 
 
 def periodic_states(periodics: list[Periodic], store: Store) -> list[PeriodicState]:
-    """The state of each periodic task, on the store's clock (what ``tenure
-    periodic`` and the dashboard show). Each tick's task has a known id, so the
-    last one is found by exact ids, newest first: a lookup by index however
-    many tasks the store holds."""
+    """The state of every schedule, stored or declared by ``periodics``, by
+    name, on the store's clock."""
     now = store.clock_now()
-    states = []
+    declared = {p.name: p for p in periodics}
+    states = [
+        state_of(s, s.name in declared or s.origin == "store", now) for s in store.schedule_list()
+    ]
+    stored = {state.name for state in states}
     for periodic in periodics:
-        upcoming = next(periodic.ticks(now, now + timedelta(days=400)), None)
-        recent = (periodic.task_id(tick) for tick in periodic.recent_ticks(now, RECENT_TICKS))
-        last = next((task_id for task_id in recent if store.task_get(task_id)), None)
-        states.append(PeriodicState(periodic, upcoming, last))
-    return states
+        if periodic.name not in stored:  # not stored until a scheduler has led
+            nxt = periodic.timetable.next_tick(now)
+            states.append(PeriodicState(periodic.spec, "code", True, False, nxt, None, None))
+    return sorted(states, key=lambda state: state.name)
+
+
+def state_of(schedule: Schedule, declared: bool, now: datetime) -> PeriodicState:
+    """What ``schedule`` stands as, at ``now``."""
+    ran = schedule.last_task_id is not None
+    upcoming = None if schedule.paused else schedule.spec.timetable.next_tick(now)
+    return PeriodicState(
+        schedule.spec, schedule.origin, declared, schedule.paused, upcoming,
+        schedule.last_tick if ran else None, schedule.last_task_id,
+    )  # fmt: skip
 
 
 class PeriodicEnqueuer:
     """The scheduler step that enqueues due ticks."""
 
-    def __init__(self, periodics: list[Periodic], *, lookback: float = 60.0) -> None:
+    def __init__(self, periodics: list[Periodic], lookup: Lookup | None = None) -> None:
         names = [p.name for p in periodics]
         if len(set(names)) != len(names):
             raise InvalidInput("periodic", "two periodic tasks have the same name")
-        self.periodics = periodics
-        self.lookback = timedelta(seconds=lookback)
-        self._last: dict[str, datetime] = {}
+        self.periodics = {p.name: p for p in periodics}
+        self.lookup: Lookup = lookup or (lambda name: None)
+        self._declared = False
+        self._told: set[tuple[str, str]] = set()
 
     def reset(self) -> None:
-        """Forget what was enqueued (a new term of leadership starts from the store)."""
-        self._last.clear()
+        """A new term of leadership: store the declared schedules again."""
+        self._declared = False
 
-    def run_once(self, store: Store) -> int:
-        """Enqueue the ticks that are due; return how many tasks were created."""
-        now = store.clock_now()
+    def run_once(self, store: Store, *, now: datetime | None = None) -> int:
+        """Enqueue the ticks due by ``now`` (the store's clock by default);
+        return how many tasks were created."""
+        if not self._declared:
+            store.schedule_declare([p.spec for p in self.periodics.values()], now=now)
+            self._declared = True
+        now = now or store.clock_now()
         created = 0
-        for periodic in self.periodics:
-            since = max(self._last.get(periodic.name, now - self.lookback), now - self.lookback)
-            for tick in periodic.ticks(since, now):
-                created += self._enqueue(store, periodic, tick)
-                self._last[periodic.name] = tick
+        for schedule in store.schedule_list():
+            function = None if schedule.paused else self._function(schedule)
+            if function is None:
+                continue
+            try:
+                created += self._catch_up(store, schedule, function, now)
+            except InvalidInput as exc:  # its arguments no longer fit the task
+                self._tell(
+                    schedule.name, "refused", "schedule %s not enqueued: %s", schedule.name, exc
+                )
         return created
 
-    def _enqueue(self, store: Store, periodic: Periodic, tick: datetime) -> int:
-        new = periodic.function.new_task(periodic.args, periodic.kwargs)
-        try:
-            store.task_create(replace(new, id=periodic.task_id(tick)))
-        except DuplicateTask:
-            return 0  # another scheduler, or an earlier term, enqueued this tick
-        except StoreError as exc:
-            log.warning("periodic %s at %s not enqueued yet: %s", periodic.name, tick, exc)
-            raise
-        log.info("periodic %s enqueued for %s", periodic.name, tick.isoformat())
-        return 1
+    def _function(self, schedule: Schedule) -> TaskFunction[Any, Any] | None:
+        """What a schedule enqueues, if it runs here: a code schedule this App
+        declares, or a run-time one whose task this App knows."""
+        name = schedule.name
+        if schedule.origin == "code":
+            periodic = self.periodics.get(name)
+            return None if periodic is None else periodic.function
+        if name in self.periodics:
+            self._tell(name, "clash", "periodic %s: a schedule added at run time has its name; "
+                       "that one runs, not the one declared in code", name)  # fmt: skip
+        function = self.lookup(schedule.spec.task)
+        if function is None:
+            self._tell(name, "unknown", "schedule %s names task %r, unknown to this scheduler; "
+                       "its ticks wait (up to catch_up) for one that knows it", name,
+                       schedule.spec.task)  # fmt: skip
+        return function
+
+    def _catch_up(
+        self, store: Store, schedule: Schedule, function: TaskFunction[Any, Any], now: datetime
+    ) -> int:
+        spec = schedule.spec
+        since = max(schedule.last_tick, now - timedelta(seconds=spec.catch_up))
+        first = spec.timetable.next_tick(schedule.last_tick)
+        if first is not None and first <= since:
+            self._tell(spec.name, f"skip {schedule.last_tick}",
+                       "periodic %s: ticks from %s to %s skipped (older than catch_up, %s s)",
+                       spec.name, schedule.last_tick.isoformat(), since.isoformat(),
+                       spec.catch_up)  # fmt: skip
+        created = 0
+        for tick in spec.timetable.ticks(since, now):
+            new = replace(function.new_task(spec.args, spec.kwargs), id=task_id(spec.name, tick))
+            if store.schedule_tick(spec.name, tick, new) is None:
+                break  # paused, removed, or another scheduler got there first
+            log.info("periodic %s enqueued for %s", spec.name, tick.isoformat())
+            created += 1
+        return created
+
+    def _tell(self, name: str, what: str, message: str, *args: object) -> None:
+        """Log ``message`` once per schedule and cause (each step would repeat it)."""
+        if (name, what) not in self._told:
+            self._told.add((name, what))
+            log.warning(message, *args)

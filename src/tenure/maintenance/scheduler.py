@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from tenure.errors import TenureError
 from tenure.maintenance.leader import Leadership
 from tenure.maintenance.observer import Observation, Observer
-from tenure.maintenance.periodic import Periodic, PeriodicEnqueuer
+from tenure.maintenance.periodic import Lookup, Periodic, PeriodicEnqueuer
 from tenure.maintenance.retention import BUDGET, Retention
 from tenure.maintenance.supervisor import Supervisor
 from tenure.store import Store
@@ -85,6 +85,7 @@ class Scheduler:
         owner: str,
         *,
         periodics: list[Periodic] | None = None,
+        tasks: Lookup | None = None,
         observations: list[Observation] | None = None,
         interval: float = 1.0,
         supervise_every: float | None = None,
@@ -110,7 +111,7 @@ class Scheduler:
         """Told of every cycle led (metrics count the revoked tasks)."""
         self.leadership = Leadership(store, owner, lease_seconds=leader_lease, clock=clock)
         self.supervisor = Supervisor(store, clock=clock)
-        self.periodic = PeriodicEnqueuer(periodics or [])
+        self.periodic = PeriodicEnqueuer(periodics or [], tasks)
         self.observer = Observer(observations or [])
         self.pruner = Retention(
             store, retention, budget=prune_budget, idle_every=prune_every, clock=clock

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tenure.store.base import DEFAULT_MAX_PAYLOAD_BYTES, Store
+from tenure.store.schedules import Schedule, ScheduleSpec
 from tenure.store.types import (
     Completion,
     Event,
@@ -36,6 +37,8 @@ __all__ = [
     "OnConflict",
     "Page",
     "ReserveParams",
+    "Schedule",
+    "ScheduleSpec",
     "StateOutcome",
     "Store",
     "TaskFilter",

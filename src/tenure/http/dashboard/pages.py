@@ -15,7 +15,6 @@ from typing import Any
 from tenure.app import App
 from tenure.errors import InvalidInput
 from tenure.http.dashboard import charts
-from tenure.maintenance.periodic import periodic_states
 from tenure.store import TaskFilter
 from tenure.store.validate import status as check_status
 from tenure.task import FINISHED, RETRYABLE, Status
@@ -134,9 +133,9 @@ def locks(app: App) -> Context:
 
 
 def periodic(app: App) -> Context:
-    """The App's periodic tasks, their next and last ticks."""
+    """Every schedule, declared or added at run time, its next and last ticks."""
     store = app.store
-    return {"states": periodic_states(app.periodics, store), "now": store.clock_now()}
+    return {"states": app.schedules.all(), "now": store.clock_now()}
 
 
 def reports(app: App) -> Context:

@@ -51,6 +51,7 @@ from tenure.store.postgres.notify import Listener, Listening, Polling
 from tenure.store.postgres.params import store_params
 from tenure.store.postgres.pooling import Pool
 from tenure.store.postgres.rows import Row
+from tenure.store.postgres.schedules import PostgresSchedules
 from tenure.store.postgres.statements import Connection
 from tenure.store.refusals import LOST_ERROR, NO_TRANSACTION, Answer, admin_refusal, refusal
 from tenure.store.sqlreads import Rows, SqlReads
@@ -72,7 +73,7 @@ ACQUIRE_ATTEMPTS = 3
 """Runs of ``leader_acquire`` before a lost race is reported as an error."""
 
 
-class PostgresStore(Listening, PostgresLog, SqlReads, Store):
+class PostgresStore(Listening, PostgresLog, PostgresSchedules, SqlReads, Store):
     """Tasks in a PostgreSQL database (``postgresql://user@host:port/dbname``).
 
     ``role`` names the process's part (``worker``, ``scheduler`` …) in the

@@ -782,12 +782,16 @@ BEGIN
           AND c.relname = ANY (ARRAY['tasks', 'events', 'event_log', 'leaders', 'workers',
                                      'reports', 'task_counts', 'task_transitions',
                                      'unique_locks', 'wake_wanted', 'tenure_migrations']
-                               -- gates is tenure's only where tenure made it (a
-                               -- process pinned to schema=public that went on to
-                               -- 0018); else it may be the application's own.
+                               -- gates and schedules are tenure's only where
+                               -- tenure made them (a process pinned to
+                               -- schema=public that went on to 0018 or 0019);
+                               -- else they may be the application's own.
                                || CASE WHEN EXISTS (SELECT FROM public.tenure_migrations
                                                     WHERE version = 18)
-                                       THEN ARRAY['gates'] ELSE ARRAY[]::text[] END)
+                                       THEN ARRAY['gates'] ELSE ARRAY[]::text[] END
+                               || CASE WHEN EXISTS (SELECT FROM public.tenure_migrations
+                                                    WHERE version = 19)
+                                       THEN ARRAY['schedules'] ELSE ARRAY[]::text[] END)
     LOOP
         EXECUTE format('ALTER TABLE public.%I SET SCHEMA %I', found.relname, target);
     END LOOP;
@@ -1230,3 +1234,85 @@ JOIN pg_class AS c ON c.oid = to_regclass(quote_ident({schema_name}) || '.' || q
 JOIN pg_namespace AS n ON n.oid = c.relnamespace
 ORDER BY c.relname;
 
+
+-- Schedules (tenure.store.schedules): each periodic task declared in code or
+-- added at run time, with the newest tick it enqueued.
+
+-- A schedule declared in code: a new one starts from now; a stored one takes
+-- the spec, and starts again from now if its timing changed. A name added at
+-- run time is left alone. Rows that would not change are not written.
+-- name: schedule_declare
+INSERT INTO {schema}.schedules AS s
+    (name, origin, task, cron, every, tz, args, kwargs, catch_up, last_tick,
+     created_at, updated_at)
+VALUES (%(name)s::text, 'code', %(task)s::text, %(cron)s::text, %(every)s::float8,
+        %(tz)s::text, %(args)s::jsonb, %(kwargs)s::jsonb, %(catch_up)s::float8,
+        COALESCE(%(now)s::timestamptz, now()), COALESCE(%(now)s::timestamptz, now()),
+        COALESCE(%(now)s::timestamptz, now()))
+ON CONFLICT (name) DO UPDATE SET
+    task = excluded.task, cron = excluded.cron, every = excluded.every, tz = excluded.tz,
+    args = excluded.args, kwargs = excluded.kwargs, catch_up = excluded.catch_up,
+    last_tick = CASE WHEN (s.cron, s.every, s.tz)
+                          IS NOT DISTINCT FROM (excluded.cron, excluded.every, excluded.tz)
+                     THEN s.last_tick ELSE GREATEST(s.last_tick, excluded.last_tick) END,
+    updated_at = excluded.updated_at
+WHERE s.origin = 'code'
+  AND (s.task, s.cron, s.every, s.tz, s.args, s.kwargs, s.catch_up)
+      IS DISTINCT FROM (excluded.task, excluded.cron, excluded.every, excluded.tz,
+                        excluded.args, excluded.kwargs, excluded.catch_up);
+
+-- name: schedule_add
+INSERT INTO {schema}.schedules
+    (name, origin, task, cron, every, tz, args, kwargs, catch_up, last_tick,
+     created_at, updated_at)
+VALUES (%(name)s::text, 'store', %(task)s::text, %(cron)s::text, %(every)s::float8,
+        %(tz)s::text, %(args)s::jsonb, %(kwargs)s::jsonb, %(catch_up)s::float8,
+        COALESCE(%(now)s::timestamptz, now()), COALESCE(%(now)s::timestamptz, now()),
+        COALESCE(%(now)s::timestamptz, now()))
+ON CONFLICT (name) DO NOTHING
+RETURNING *;
+
+-- A new spec for a stored schedule; a new timing starts again from now.
+-- name: schedule_replace
+UPDATE {schema}.schedules AS s SET
+    task = %(task)s::text, cron = %(cron)s::text, every = %(every)s::float8,
+    tz = %(tz)s::text, args = %(args)s::jsonb, kwargs = %(kwargs)s::jsonb,
+    catch_up = %(catch_up)s::float8,
+    last_tick = CASE WHEN (s.cron, s.every, s.tz)
+                          IS NOT DISTINCT FROM (%(cron)s::text, %(every)s::float8, %(tz)s::text)
+                     THEN s.last_tick
+                     ELSE GREATEST(s.last_tick, COALESCE(%(now)s::timestamptz, now())) END,
+    updated_at = COALESCE(%(now)s::timestamptz, now())
+WHERE s.name = %(name)s::text
+RETURNING *;
+
+-- Pause (keeping the first pause's time), or resume from now: the ticks a
+-- paused schedule missed are not enqueued.
+-- name: schedule_pause
+UPDATE {schema}.schedules AS s SET
+    paused_at = CASE WHEN %(paused)s::boolean
+                     THEN COALESCE(s.paused_at, COALESCE(%(now)s::timestamptz, now())) END,
+    last_tick = CASE WHEN %(paused)s::boolean OR s.paused_at IS NULL THEN s.last_tick
+                     ELSE GREATEST(s.last_tick, COALESCE(%(now)s::timestamptz, now())) END,
+    updated_at = COALESCE(%(now)s::timestamptz, now())
+WHERE s.name = %(name)s::text
+RETURNING *;
+
+-- name: schedule_remove
+DELETE FROM {schema}.schedules WHERE name = %(name)s::text RETURNING name;
+
+-- name: schedule_get
+SELECT * FROM {schema}.schedules WHERE name = %(name)s::text;
+
+-- name: schedule_list
+SELECT * FROM {schema}.schedules ORDER BY name;
+
+-- The compare-and-set that makes each tick enqueued once: the last tick moves
+-- forward only, and only while the schedule runs. Its task is written in the
+-- same transaction.
+-- name: schedule_advance
+UPDATE {schema}.schedules SET
+    last_tick = %(tick)s::timestamptz,
+    last_task_id = COALESCE(%(task_id)s::text, last_task_id)
+WHERE name = %(name)s::text AND paused_at IS NULL AND last_tick < %(tick)s::timestamptz
+RETURNING name;

@@ -94,8 +94,8 @@ def gate(row: Row) -> Gate:
         shape=GateShape(row["shape"]),
         remaining=row["remaining"],
         created_at=row["created_at"].astimezone(UTC),
-        opened_at=_utc(row["opened_at"]),
-        broken_at=_utc(row["broken_at"]),
+        opened_at=utc(row["opened_at"]),
+        broken_at=utc(row["broken_at"]),
     )
 
 
@@ -173,7 +173,7 @@ def failure_columns(failures: Sequence[Failure]) -> dict[str, list[Any]]:
     }
 
 
-def _utc(moment: datetime | None) -> datetime | None:
+def utc(moment: datetime | None) -> datetime | None:
     """Times in UTC whatever the session's TimeZone (a caller's connection may
     have another), like every other store."""
     if moment is None or moment.tzinfo is UTC:
@@ -242,7 +242,7 @@ _CONVERTERS: dict[str, Callable[[Any], Any]] = {
     "error": _error,
     "errors": _errors,
     "tags": _tags,
-    **dict.fromkeys(_TIMES, _utc),
+    **dict.fromkeys(_TIMES, utc),
 }
 _CONVERSIONS = tuple((TASK_FIELDS.index(name), convert) for name, convert in _CONVERTERS.items())
 """Where in a task's values a column psycopg does not give as the field's value
@@ -257,7 +257,7 @@ def task_state(row: Row) -> TaskState:
 def created(task: PreparedTask, at: datetime, run_at: datetime | None) -> Task:
     """A task as its insert made it, ``at`` (in UTC), runnable from ``run_at``
     (in any zone: as a caller's session or the caller itself gave it)."""
-    return task.created(at, _utc(run_at))
+    return task.created(at, utc(run_at))
 
 
 def event_params(after: tuple[int, int], limit: int) -> dict[str, Any]:
@@ -268,7 +268,7 @@ def event_params(after: tuple[int, int], limit: int) -> dict[str, Any]:
 
 def event(row: Row) -> Event:
     from_status, to_status = row["from_status"], row["to_status"]
-    at = _utc(row["at"])
+    at = utc(row["at"])
     assert at is not None  # NOT NULL column
     return Event(
         id=row["id"],
@@ -301,7 +301,7 @@ def queue_stats(
 ) -> QueueStats:
     """``Store.task_stats`` from the rows of stats_counts, stats_oldest_pending and
     stats_endings."""
-    oldest = {row["topic"]: _utc(row["since"]) for row in waiting}
+    oldest = {row["topic"]: utc(row["since"]) for row in waiting}
     waits = {topic: at for topic, at in oldest.items() if at is not None}
     return QueueStats(now, since, per_topic(counts), waits, per_topic(endings))
 
@@ -315,7 +315,7 @@ def per_topic(found: list[Row]) -> dict[str, dict[Status, int]]:
 
 
 def report(row: Row) -> Report:
-    slot, run_at = _utc(row["slot"]), _utc(row["run_at"])
+    slot, run_at = utc(row["slot"]), utc(row["run_at"])
     assert slot is not None  # NOT NULL
     assert run_at is not None  # NOT NULL
     return Report(
@@ -351,8 +351,8 @@ def worker(row: Row) -> WorkerInfo:
         pool=row["pool"],
         concurrency=row["concurrency"],
         held=row["held"],
-        started_at=_utc(row["started_at"]),
-        last_seen=_utc(row["last_seen"]),
+        started_at=utc(row["started_at"]),
+        last_seen=utc(row["last_seen"]),
     )
 
 
@@ -385,6 +385,6 @@ def unique_lock(row: Row) -> UniqueLock:
 
 def moment(row: Row, column: str) -> datetime:
     """A NOT NULL timestamptz column, in UTC."""
-    at = _utc(row[column])
+    at = utc(row[column])
     assert at is not None  # NOT NULL column
     return at

@@ -805,3 +805,74 @@ PRAGMA journal_mode;
 
 -- name: synchronous
 PRAGMA synchronous;
+
+-- Schedules (tenure.store.schedules): each periodic task declared in code or
+-- added at run time, with the newest tick it enqueued.
+
+-- A schedule declared in code: a new one starts from now; a stored one takes
+-- the spec, and starts again from now if its timing changed. A name added at
+-- run time is left alone. Rows that would not change are not written.
+-- name: schedule_declare
+INSERT INTO tenure_schedules AS s
+    (name, origin, task, cron, every, tz, args, kwargs, catch_up, last_tick,
+     created_at, updated_at)
+VALUES (:name, 'code', :task, :cron, :every, :tz, :args, :kwargs, :catch_up, :now, :now, :now)
+ON CONFLICT (name) DO UPDATE SET
+    task = excluded.task, cron = excluded.cron, every = excluded.every, tz = excluded.tz,
+    args = excluded.args, kwargs = excluded.kwargs, catch_up = excluded.catch_up,
+    last_tick = CASE WHEN (s.cron, s.every, s.tz) IS (excluded.cron, excluded.every, excluded.tz)
+                     THEN s.last_tick ELSE max(s.last_tick, excluded.last_tick) END,
+    updated_at = excluded.updated_at
+WHERE s.origin = 'code'
+  AND (s.task, s.cron, s.every, s.tz, s.args, s.kwargs, s.catch_up)
+      IS NOT (excluded.task, excluded.cron, excluded.every, excluded.tz,
+              excluded.args, excluded.kwargs, excluded.catch_up);
+
+-- name: schedule_add
+INSERT INTO tenure_schedules
+    (name, origin, task, cron, every, tz, args, kwargs, catch_up, last_tick,
+     created_at, updated_at)
+VALUES (:name, 'store', :task, :cron, :every, :tz, :args, :kwargs, :catch_up, :now, :now, :now)
+ON CONFLICT (name) DO NOTHING
+RETURNING *;
+
+-- A new spec for a stored schedule; a new timing starts again from now.
+-- name: schedule_replace
+UPDATE tenure_schedules AS s SET
+    task = :task, cron = :cron, every = :every, tz = :tz, args = :args,
+    kwargs = :kwargs, catch_up = :catch_up,
+    last_tick = CASE WHEN (s.cron, s.every, s.tz) IS (:cron, :every, :tz)
+                     THEN s.last_tick ELSE max(s.last_tick, :now) END,
+    updated_at = :now
+WHERE s.name = :name
+RETURNING *;
+
+-- Pause (keeping the first pause's time), or resume from now: the ticks a
+-- paused schedule missed are not enqueued.
+-- name: schedule_pause
+UPDATE tenure_schedules AS s SET
+    paused_at = CASE WHEN :paused THEN coalesce(s.paused_at, :now) END,
+    last_tick = CASE WHEN :paused OR s.paused_at IS NULL THEN s.last_tick
+                     ELSE max(s.last_tick, :now) END,
+    updated_at = :now
+WHERE s.name = :name
+RETURNING *;
+
+-- name: schedule_remove
+DELETE FROM tenure_schedules WHERE name = :name RETURNING name;
+
+-- name: schedule_get
+SELECT * FROM tenure_schedules WHERE name = :name;
+
+-- name: schedule_list
+SELECT * FROM tenure_schedules ORDER BY name;
+
+-- The compare-and-set that makes each tick enqueued once: the last tick moves
+-- forward only, and only while the schedule runs. Its task is written in the
+-- same transaction.
+-- name: schedule_advance
+UPDATE tenure_schedules SET
+    last_tick = :tick,
+    last_task_id = coalesce(:task_id, last_task_id)
+WHERE name = :name AND paused_at IS NULL AND last_tick < :tick
+RETURNING name;
