@@ -48,9 +48,10 @@ app = make_app()
 
 
 def seed(app: tenure.App) -> None:
-    """Tasks in every status (with results, errors and leases) and a live worker,
-    so that listings and stats answer with the real thing."""
+    """Tasks in every status (with results, errors and leases), a live worker
+    and a schedule, so that listings and stats answer with the real thing."""
     for status in tenure.Status:
         reach(app.store, status, group_id="seeded", description="seeded task")
     app.lookup("send-email").options(delay=60).enqueue("ada@example.com", subject="hi")
     app.store.worker_beat(WorkerInfo(id="w-1", host="box", pid=42, topics=("math",)))
+    app.schedules.add("seeded-sums", "add", 300, args=[1, 2])

@@ -42,7 +42,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 ROUTES = ["GET /api/openapi.json", "POST /api/tasks", "GET /api/tasks", "GET /api/tasks/{id}",
           "GET /api/tasks/{id}/events", "POST /api/tasks/{id}/retry",
-          "POST /api/tasks/{id}/cancel", "GET /api/stats", "GET /api/workers"]  # fmt: skip
+          "POST /api/tasks/{id}/cancel", "GET /api/stats", "GET /api/workers",
+          "GET /api/schedules", "POST /api/schedules", "GET /api/schedules/{name}",
+          "PATCH /api/schedules/{name}", "DELETE /api/schedules/{name}"]  # fmt: skip
 
 
 @pytest.fixture
@@ -468,6 +470,23 @@ def test_every_documented_answer_matches_the_document(app: App) -> None:
     assert call("GET", "/api/tasks", query={"limit": 0}).status_code == 422
     assert call("GET", "/api/stats", query={"window": 60}).status_code == 200
     assert call("GET", "/api/workers").json()["workers"][0]["id"] == "w-1"
+    added = {"name": "sums", "task": "add", "every": 60, "args": [1, 2]}
+    assert call("POST", "/api/schedules", body=added).status_code == 201
+    assert call("POST", "/api/schedules", body=added).status_code == 409
+    assert (
+        call("POST", "/api/schedules", body={**added, "name": "x", "task": "nope"}).status_code
+        == 422
+    )
+    assert call("GET", "/api/schedules").json()["schedules"][0]["name"] == "seeded-sums"
+    sums = {"path_parameters": {"name": "sums"}}
+    assert call("GET", "/api/schedules/{name}", **sums).json()["every"] == 60
+    edit = {"cron": "0 9 * * *", "tz": "Europe/Berlin", "paused": True}
+    assert call("PATCH", "/api/schedules/{name}", body=edit, **sums).json()["paused"] is True
+    assert call("DELETE", "/api/schedules/{name}", **sums).json() == {
+        "name": "sums",
+        "removed": True,
+    }
+    assert call("DELETE", "/api/schedules/{name}", **sums).status_code == 404
     assert call("GET", "/api/openapi.json").json()["openapi"] == "3.1.0"
 
 
@@ -534,3 +553,55 @@ def test_serve_prints_a_new_token_once_and_never_logs_it(tmp_path: Path) -> None
     assert '"POST /api/tasks HTTP/1.1" 201' in output
     assert '"GET /api/tasks?limit=5 HTTP/1.1" 200' in output
     assert '"GET /api/stats HTTP/1.1" 401' in output
+
+
+def test_schedules_are_added_edited_paused_and_removed_over_http(
+    app: App, client: TestClient
+) -> None:
+    app.periodic(3600, args=(1, 2), name="declared")(app.lookup("add"))
+    body = {"name": "mail", "task": "send-email", "cron": "0 9 * * 1-5", "tz": "Europe/Berlin",
+            "args": ["ada@example.com"], "kwargs": {"urgent": True}, "catch_up": 60}  # fmt: skip
+    added = client.post("/api/schedules", json=body)
+    assert added.status_code == 201 and added.headers["location"].endswith("/api/schedules/mail")
+    shown = added.json()
+    assert (shown["origin"], shown["describe"], shown["paused"]) == (
+        "store", "0 9 * * 1-5 (Europe/Berlin)", False
+    )  # fmt: skip
+    # An interval replaces the cron expression and its zone.
+    edited = client.patch("/api/schedules/mail", json={"every": 300, "paused": True}).json()
+    assert (edited["cron"], edited["every"], edited["tz"], edited["paused"]) == (
+        None, 300, None, True
+    )  # fmt: skip
+    assert edited["next_tick"] is None
+    names = [s["name"] for s in client.get("/api/schedules").json()["schedules"]]
+    assert names == ["declared", "mail"]
+    # A declared schedule can be paused, not changed or removed.
+    assert client.patch("/api/schedules/declared", json={"paused": True}).json()["paused"]
+    refused = client.patch("/api/schedules/declared", json={"every": 60})
+    assert refused.status_code == 422 and "declared in code" in refused.text
+    assert client.delete("/api/schedules/declared").status_code == 422
+    assert client.delete("/api/schedules/mail").status_code == 200
+    assert client.get("/api/schedules/mail").status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"name": "x", "task": "add", "args": [1, 2]}, "cron"),
+        ({"name": "x", "task": "add", "cron": "* * * * *", "every": 5}, "every"),
+        ({"name": "x", "task": "add", "cron": "not cron"}, "spec.schedule"),
+        ({"name": "x", "task": "add", "every": 0.5}, "every"),
+        ({"name": "a/b", "task": "add", "every": 5}, "name"),
+        ({"name": "x", "task": "nope", "every": 5}, "task"),
+        ({"name": "x", "task": "add", "every": 5, "args": [1]}, "args"),
+        ({"name": "x", "task": "add", "every": 5, "tz": "Europe/Berlin"}, "spec.tz"),
+        ({"name": "x", "task": "add", "every": 5, "when": 1}, "when"),
+        ({"task": "add", "every": 5}, "name"),
+    ],
+)
+def test_a_bad_schedule_is_refused_naming_its_field(
+    app: App, client: TestClient, body: dict[str, Any], field: str
+) -> None:
+    refused = client.post("/api/schedules", json=body)
+    assert refused.status_code == 422 and refused.json()["error"]["field"] == field
+    assert app.store.schedule_list() == []

@@ -142,6 +142,14 @@ def _api_calls(task_id: str) -> dict[tuple[str, str], tuple[dict[str, Any], int]
         ("POST", "/api/tasks/{id}/retry"): ({}, 200),
         ("GET", "/api/stats"): ({}, 200),
         ("GET", "/api/workers"): ({}, 200),
+        ("POST", "/api/schedules"): (
+            {"json": {"name": "s", "task": "add", "every": 60, "args": [1, 2]}},
+            201,
+        ),
+        ("GET", "/api/schedules"): ({}, 200),
+        ("GET", "/api/schedules/{name}"): ({}, 200),
+        ("PATCH", "/api/schedules/{name}"): ({"json": {"paused": True}}, 200),
+        ("DELETE", "/api/schedules/{name}"): ({}, 200),
     }
 
 
@@ -159,14 +167,15 @@ def test_every_api_route_and_the_metrics_ask_for_the_token_under_a_prefix(
     assert set(calls) == _documented(), "a route of the document has no request here"
     before = served.app.tasks.count()
     for (method, path), (options, _) in calls.items():
-        url = PREFIX + path.replace("{id}", quote(task_id, safe=""))
+        url = PREFIX + path.replace("{id}", quote(task_id, safe="")).replace("{name}", "s")
         for headers in ({}, {"Authorization": "Bearer not-the-token-at-all-0123"}):
             refused = client.request(method, url, headers=headers, **options)
             assert refused.status_code == 401, (served.how, method, url, refused.text)
             assert refused.headers["www-authenticate"].startswith("Bearer")
     assert served.app.tasks.count() == before, "a refused request changed the queue"
+    assert served.app.store.schedule_get("s") is None, "a refused request added a schedule"
     for (method, path), (options, status) in calls.items():
-        url = PREFIX + path.replace("{id}", quote(task_id, safe=""))
+        url = PREFIX + path.replace("{id}", quote(task_id, safe="")).replace("{name}", "s")
         answer = client.request(method, url, headers=AUTH, **options)
         assert answer.status_code == status, (served.how, method, url, answer.text)
     assert client.get(f"{PREFIX}/metrics").status_code == 401

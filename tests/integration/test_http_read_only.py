@@ -129,3 +129,29 @@ def test_a_read_only_token_is_refused_where_it_makes_no_sense(
 ) -> None:
     with pytest.raises(ConfigError, match=says):
         create_app(app, token=token, read_token=read_token, insecure=insecure)
+
+
+def test_a_schedule_is_paused_and_resumed_on_the_dashboard_by_the_operator_only(
+    app: App,
+) -> None:
+    app.schedules.add("hourly", "resize", 3600, args=["logo.png", 320])
+    served = create_app(app, token=TOKEN, read_token=READ_TOKEN)
+    with TestClient(served, base_url=BASE) as reader, TestClient(served, base_url=BASE) as operator:
+        reader.post("/login", data={"token": READ_TOKEN})
+        page = reader.get("/periodic").text
+        assert "hourly" in page and "/periodic/hourly/pause" not in page
+        csrf = re.search(r'name="csrf" value="([^"]+)"', page)
+        assert csrf is not None
+        assert reader.post("/periodic/hourly/pause", data={"csrf": csrf[1]}).status_code == 403
+        assert app.schedules.get("hourly").paused is False
+        operator.post("/login", data={"token": TOKEN})
+        page = operator.get("/periodic").text
+        csrf = re.search(r'name="csrf" value="([^"]+)"', page)
+        assert csrf is not None and "/periodic/hourly/pause" in page
+        paused = operator.post("/periodic/hourly/pause", data={"csrf": csrf[1]})
+        assert paused.status_code == 200 and "/periodic/hourly/resume" in paused.text
+        assert app.schedules.get("hourly").paused is True
+        operator.post("/periodic/hourly/resume", data={"csrf": csrf[1]})
+        assert app.schedules.get("hourly").paused is False
+        missing = operator.post("/periodic/nothing/pause", data={"csrf": csrf[1]})
+        assert missing.status_code == 404

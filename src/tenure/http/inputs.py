@@ -28,6 +28,7 @@ from tenure import serializer
 from tenure.checks import INT32, integer, seconds, text
 from tenure.errors import InvalidInput
 from tenure.http.schemas import Schema
+from tenure.store.schedules import check_name
 from tenure.store.types import TaskFilter
 from tenure.store.validate import MAX_DESCRIPTION_LENGTH
 
@@ -227,6 +228,47 @@ def new_id(value: object, field: str) -> str:
     if "/" in chosen:
         raise InvalidInput(field, "must not contain '/': the id is part of the task's URL")
     return chosen
+
+
+def body_fields(body: object, declared: Sequence[Param]) -> dict[str, Any]:
+    """A body's fields by keyword, each read as ``declared``; an unknown field
+    is refused, and ``null`` is the same as leaving one out."""
+    given = _object(body, "body", tuple(param.name for param in declared))
+    return {
+        param.key: param.kind.read(given[param.name], param.name)
+        for param in declared
+        if given.get(param.name) is not None
+    }
+
+
+def every(value: object, field: str) -> float:
+    """An interval: at least one second."""
+    interval = seconds(value, field)
+    if interval < 1:
+        raise InvalidInput(field, "an interval must be at least 1 second")
+    return interval
+
+
+def array(value: object, field: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise InvalidInput(field, f"must be an array, not {json_type(value)}")
+    return value
+
+
+def json_object(value: object, field: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise InvalidInput(field, f"must be an object, not {json_type(value)}")
+    return value
+
+
+def boolean(value: object, field: str) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidInput(field, f"must be true or false, not {json_type(value)}")
+    return value
+
+
+def schedule_name(value: object, field: str) -> str:
+    return check_name(value, field)
 
 
 def _object(value: object, field: str, known: tuple[str, ...]) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from tenure import __version__
 from tenure.http.inputs import Param
 from tenure.http.schemas import (
     COUNT,
+    TIME,
     Schema,
     derive,
     nullable,
@@ -32,7 +33,7 @@ from tenure.http.schemas import (
     schema_of,
     text,
 )
-from tenure.http.surface import OPERATIONS, OPTIONS, Operation
+from tenure.http.surface import NAME, OPERATIONS, OPTIONS, PAUSED, SCHEDULE_FIELDS, Operation
 from tenure.store.types import EVENT_KINDS, Event, Page, QueueStats, WorkerInfo
 from tenure.task import Status, Task
 
@@ -119,6 +120,48 @@ def _schemas() -> dict[str, Schema]:
         ),
         "Workers": obj({"workers": {"type": "array", "items": ref("Worker")}}),
         "EnqueueRequest": _enqueue_request(),
+        **_schedule_schemas(),
+    }
+
+
+def _schedule_schemas() -> dict[str, Schema]:
+    """A schedule as :func:`~tenure.maintenance.schedules.schedule_json` writes
+    it, and the bodies that add and change one (their fields declared in
+    :mod:`tenure.http.surface`)."""
+    fields = {param.name: nullable(param.kind.schema) for param in SCHEDULE_FIELDS}
+    for param in SCHEDULE_FIELDS:
+        fields[param.name]["description"] = param.description
+    new = obj({NAME.name: NAME.kind.schema, **fields}, required=("name", "task"))
+    new["description"] = "a schedule added at run time: give cron or every (null: left out)"
+    new["example"] = {"name": "nightly-report", "task": "build-report", "cron": "0 2 * * *"}
+    change = obj({**fields, PAUSED.name: nullable(PAUSED.kind.schema)}, required=())
+    change["description"] = "what changes; a field left out or null stays as it is"
+    optional_text, moment = nullable({"type": "string"}), nullable(TIME)
+    schedule = obj(
+        {
+            "name": {"type": "string"},
+            "task": {"type": "string"},
+            "cron": optional_text,
+            "every": nullable({"type": "number", "minimum": 1}),
+            "tz": optional_text,
+            "describe": {"type": "string", "description": "how people read its timing"},
+            "args": {"type": "array", "items": {}},
+            "kwargs": {"type": "object", "additionalProperties": {}},
+            "catch_up": {"type": "number", "minimum": 0},
+            "origin": {"enum": ["code", "store"], "description": "declared in code, or added"},
+            "declared": {"type": "boolean", "description": "false: in code no longer"},
+            "paused": {"type": "boolean"},
+            "next_tick": {**moment, "description": "null while paused"},
+            "last_tick": {**moment, "description": "the newest tick enqueued"},
+            "last_task_id": optional_text,
+        }
+    )
+    return {
+        "Schedule": schedule,
+        "Schedules": obj({"schedules": {"type": "array", "items": ref("Schedule")}}),
+        "NewSchedule": new,
+        "ScheduleChange": change,
+        "Removed": obj({"name": {"type": "string"}, "removed": {"const": True}}),
     }
 
 
@@ -143,10 +186,13 @@ def _errors() -> dict[str, Any]:
         "401": _error_response(
             "No valid bearer token", {"WWW-Authenticate": "Bearer, with the realm and the error"}
         ),
-        "404": _error_response("No such task (or no such task name, for an enqueue)"),
+        "404": _error_response(
+            "No such task (or no such task name, for an enqueue), or no such schedule"
+        ),
         "409": _error_response(
             "The task's status refuses the change, the prefix begins several ids, "
-            "the id exists already, or a unique task's lock is held"
+            "the id exists already, a unique task's lock is held, or a schedule "
+            "has that name already"
         ),
         "413": _error_response("The body is too large"),
         "415": _error_response("The body is not declared as application/json"),

@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from tenure.admin import TaskAdmin
@@ -26,6 +26,8 @@ from tenure.errors import InvalidInput
 from tenure.function import TaskFunction
 from tenure.http import inputs, where
 from tenure.http.inputs import ApiError
+from tenure.http.replies import reply
+from tenure.http.schedules import ScheduleRoutes
 from tenure.http.surface import OPERATIONS, OPTIONS, Operation
 from tenure.shapes import event_json, stats_json, task_json, worker_json
 from tenure.task import Task
@@ -36,18 +38,8 @@ Values = dict[str, Any]
 (:func:`~tenure.http.inputs.read_parameters`)."""
 Handler = Callable[[Request, Values], Awaitable[Response]]
 
-NO_STORE = {"Cache-Control": "no-store"}
-"""Every answer is the queue as it is now, and may carry task data: never cached."""
 
-
-def reply(
-    content: object, status: int = 200, headers: Mapping[str, str] | None = None
-) -> JSONResponse:
-    """A JSON answer, never cached."""
-    return JSONResponse(content, status, headers={**NO_STORE, **(headers or {})})
-
-
-class Api:
+class Api(ScheduleRoutes):
     """The handlers of one App's API, one per operation of the table
     (:mod:`tenure.http.surface`), named as its ``handler`` says; each is given
     its parameters read and checked. :meth:`routes` serves them."""

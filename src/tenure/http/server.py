@@ -35,7 +35,8 @@ from tenure.http.dashboard import Site
 from tenure.http.inputs import ApiError
 from tenure.http.openapi import document
 from tenure.http.refusals import error_json, refusal
-from tenure.http.routes import Api, reply
+from tenure.http.replies import reply
+from tenure.http.routes import Api
 from tenure.http.where import Rooted, root, route_path
 from tenure.metrics import store_registry
 

@@ -41,6 +41,17 @@ any value at all."""
 NEW_ID = Kind(text(pattern="^[^/\\u0000]*$"), inputs.new_id)
 
 
+NUMBER_OF_SECONDS = {"type": "number", "maximum": MAX_SECONDS}
+EVERY = Kind({**NUMBER_OF_SECONDS, "minimum": 1}, inputs.every)
+CATCH_UP = Kind({**NUMBER_OF_SECONDS, "minimum": 0}, inputs.delay)
+ARRAY = Kind({"type": "array", "items": {}}, inputs.array)
+OBJECT = Kind({"type": "object", "additionalProperties": {}}, inputs.json_object)
+BOOLEAN = Kind({"type": "boolean"}, inputs.boolean)
+SCHEDULE_NAME = Kind(text(pattern="^[^/\\s\\u0000-\\u001f\\u007f]*$"), inputs.schedule_name)
+"""A schedule's name: part of its tasks' ids and of URLs, so no slash, space
+or control character."""
+
+
 def count(most: int) -> Kind:
     """A whole number from 1 to ``most``."""
     return Kind({"type": "integer", "minimum": 1, "maximum": most}, inputs.count(most))
@@ -171,6 +182,87 @@ def _by_id(
     )
 
 
+SCHEDULE_FIELDS = (
+    Param("task", TEXT, "the registered name of the task it enqueues", where="body"),
+    Param("cron", TEXT, "a cron expression (five fields, or six with seconds)", where="body"),
+    Param("every", EVERY, "or an interval, in seconds", where="body"),
+    Param("tz", TEXT, "the IANA time zone its cron expression is read in (UTC)", where="body"),
+    Param("args", ARRAY, "the task's arguments", where="body"),
+    Param("kwargs", OBJECT, "the task's keyword arguments", where="body"),
+    Param("catch_up", CATCH_UP, "seconds of missed ticks enqueued after a gap", where="body"),
+)
+"""What a schedule's body may give (``null`` is the same as leaving one out):
+``name``, ``task`` and one of ``cron`` or ``every`` to add one, any of them to
+edit one, and ``paused`` (:data:`PAUSED`) to pause or resume one."""
+
+PAUSED = Param("paused", BOOLEAN, "true pauses it; false resumes it, from now", where="body")
+NAME = Param("name", SCHEDULE_NAME, "the schedule's name", where="body")
+BY_NAME = Param(
+    "name", Kind(TASK_ID.schema, inputs.schedule_name), "a schedule's name", where="path"
+)
+SCHEDULE_BODY = ("400", "413", "415")
+
+
+def _schedule(method: str, id: str, summary: str, handler: str, **more: Any) -> Operation:
+    """A route of one schedule, named by its name."""
+    return Operation(
+        method,
+        "/api/schedules/{name}",
+        id=id,
+        summary=summary,
+        handler=handler,
+        parameters=(BY_NAME,),
+        answer=more.pop("answer", "The schedule"),
+        returns=more.pop("returns", ref("Schedule")),
+        refusals=("404", *more.pop("refusals", ()), *STORE),
+        **more,
+    )
+
+
+SCHEDULES = (
+    Operation(
+        "GET",
+        "/api/schedules",
+        id="listSchedules",
+        summary="Every periodic schedule, declared in code or added at run time, by name",
+        handler="list_schedules",
+        answer="The schedules, each with its next and last ticks",
+        returns=ref("Schedules"),
+        refusals=STORE,
+    ),
+    Operation(
+        "POST",
+        "/api/schedules",
+        id="addSchedule",
+        summary="Add a schedule at run time: a registered task, from now",
+        handler="add_schedule",
+        body=ref("NewSchedule"),
+        status=201,
+        answer="The schedule, stored",
+        returns=ref("Schedule"),
+        refusals=(*SCHEDULE_BODY, "409", *STORE),
+    ),
+    _schedule("GET", "getSchedule", "One schedule", "get_schedule"),
+    _schedule(
+        "PATCH",
+        "editSchedule",
+        "Change a schedule added at run time (a new timing starts from now), or pause "
+        "or resume any schedule",
+        "edit_schedule",
+        body=ref("ScheduleChange"),
+        refusals=SCHEDULE_BODY,
+    ),
+    _schedule(
+        "DELETE",
+        "removeSchedule",
+        "Delete a schedule added at run time",
+        "remove_schedule",
+        answer="What was removed",
+        returns=ref("Removed"),
+    ),
+)
+"""The schedules' routes (:mod:`tenure.http.schedules` answers them)."""
+
 OPERATIONS: tuple[Operation, ...] = (
     ENQUEUE,
     LIST_TASKS,
@@ -223,6 +315,7 @@ OPERATIONS: tuple[Operation, ...] = (
         returns=ref("Workers"),
         refusals=STORE,
     ),
+    *SCHEDULES,
     Operation(
         "GET",
         "/api/openapi.json",

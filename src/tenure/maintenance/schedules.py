@@ -94,12 +94,19 @@ class Schedules:
 
     def pause(self, name: str) -> PeriodicState:
         """Stop enqueuing ``name``'s ticks until it is resumed."""
-        return self._state(self._store().schedule_pause(name, True))
+        return self._paused(name, True)
 
     def resume(self, name: str) -> PeriodicState:
         """Enqueue ``name``'s ticks again, from now: the ticks it missed while
         paused are not enqueued."""
-        return self._state(self._store().schedule_pause(name, False))
+        return self._paused(name, False)
+
+    def _paused(self, name: str, paused: bool) -> PeriodicState:
+        store = self._store()
+        declared = [p.spec for p in self._periodics if p.name == name]
+        if declared and store.schedule_get(name) is None:  # no scheduler has led yet
+            store.schedule_declare(declared)
+        return self._state(store.schedule_pause(name, paused))
 
     def remove(self, name: str) -> None:
         """Delete a schedule added at run time; ``ScheduleNotFound`` if none."""
@@ -128,7 +135,11 @@ class Schedules:
         """``spec``, checked whole, once its task is known to be registered and
         its arguments to fit the task's signature."""
         check_spec(spec, "spec")
-        self._registry.lookup(spec.task).new_task(tuple(spec.args), dict(spec.kwargs))
+        try:
+            function = self._registry.lookup(spec.task)
+        except InvalidInput as unknown:
+            raise InvalidInput("task", unknown.message) from None
+        function.new_task(tuple(spec.args), dict(spec.kwargs))
         return spec
 
 

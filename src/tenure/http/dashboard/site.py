@@ -29,6 +29,7 @@ from starlette.templating import Jinja2Templates
 
 from tenure.admin import TaskAdmin
 from tenure.app import App
+from tenure.errors import ScheduleNotFound
 from tenure.events import Events
 from tenure.http.dashboard import actions, pages, views
 from tenure.http.dashboard.actions import ACTIONS, Outcome, read_form
@@ -72,6 +73,7 @@ class Site:
             Route("/workers", self.simple(pages.workers, "workers.html"), methods=["GET"]),
             Route("/locks", self.simple(pages.locks, "locks.html"), methods=["GET"]),
             Route("/periodic", self.simple(pages.periodic, "periodic.html"), methods=["GET"]),
+            Route("/periodic/{name}/{action}", self.schedule, methods=["POST"]),
             Route("/reports", self.simple(pages.reports, "reports.html"), methods=["GET"]),
             Route("/live", self.stream, methods=["GET"]),
             Route("/login", self.login, methods=["GET", "POST"]),
@@ -234,6 +236,23 @@ class Site:
             return refused
         back = f"{root(request)}/tasks/{quote(task_id, safe='')}"
         return await self._apply(request, action, [task_id], back)
+
+    async def schedule(self, request: Request) -> Response:
+        """``POST /periodic/{name}/pause`` or ``/resume``: one schedule."""
+        name, action = request.path_params["name"], request.path_params["action"]
+        if action not in ("pause", "resume"):
+            return self.error_page(request, 404, f"Nothing at {request.url.path}.")
+        refused = self._refused(request, await read_form(request))
+        if refused is not None:
+            return refused
+        schedules = self.app.schedules
+        try:
+            await run_in_threadpool(
+                schedules.pause if action == "pause" else schedules.resume, name
+            )
+        except ScheduleNotFound as missing:
+            return self.error_page(request, 404, f"{missing}.")
+        return RedirectResponse(f"{root(request)}/periodic", 303)
 
     async def bulk(self, request: Request) -> Response:
         """``POST /tasks``: retry or cancel the tasks ticked on the page, at
