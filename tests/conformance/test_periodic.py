@@ -11,8 +11,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tenure import App, Store
+from tenure import App, InvalidInput, Store
 from tenure.maintenance.periodic import Periodic, PeriodicEnqueuer, task_id
+from tenure.maintenance.schedules import Schedules
 from tenure.store import ScheduleSpec
 from tenure.timetable import Timetable
 
@@ -125,6 +126,21 @@ def test_a_schedule_no_longer_declared_is_not_enqueued(app: App) -> None:
     assert enqueuer(app).run_once(store) == 0
     [state] = app.schedules.all()
     assert (state.name, state.origin, state.declared) == (gone.name, "code", False)
+    app.schedules.remove(gone.name)  # no longer declared: it may go
+    assert store.schedule_list() == []
+
+
+def test_a_declared_schedule_removed_from_the_store_is_stored_again(app: App) -> None:
+    store = app.store
+    kept = every(app, 60)
+    step = enqueuer(app, kept)
+    step.run_once(store)
+    with pytest.raises(InvalidInput, match="declared in code"):
+        Schedules(lambda: store, app.registry, [kept]).remove(kept.name)
+    store.schedule_remove(kept.name)
+    step.run_once(store)  # the same term: it stores it again, from now
+    [again] = store.schedule_list()
+    assert again.name == kept.name and again.origin == "code"
 
 
 def walk(app: App, periodic: Periodic, start: datetime, hours: int) -> list[datetime]:

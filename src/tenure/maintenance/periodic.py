@@ -148,9 +148,14 @@ class PeriodicEnqueuer:
         if not self._declared:
             store.schedule_declare([p.spec for p in self.periodics.values()], now=now)
             self._declared = True
+        stored = store.schedule_list()
+        missing = self.periodics.keys() - {schedule.name for schedule in stored}
+        if missing:  # removed at run time while still declared: stored again, from now
+            store.schedule_declare([self.periodics[name].spec for name in sorted(missing)], now=now)
+            stored = store.schedule_list()
         now = now or store.clock_now()
         created = 0
-        for schedule in store.schedule_list():
+        for schedule in stored:
             function = None if schedule.paused else self._function(schedule)
             if function is None:
                 continue

@@ -109,8 +109,10 @@ class Schedules:
         return self._state(store.schedule_pause(name, paused))
 
     def remove(self, name: str) -> None:
-        """Delete a schedule added at run time; ``ScheduleNotFound`` if none."""
-        self._added(name)
+        """Delete a schedule added at run time, or one stored from code that
+        the code no longer declares; ``ScheduleNotFound`` if none."""
+        if any(p.name == name for p in self._periodics):
+            raise InvalidInput("name", f"{name!r} is declared in code: remove it there")
         if not self._store().schedule_remove(name):
             raise ScheduleNotFound(name)
 
@@ -121,7 +123,8 @@ class Schedules:
         return state_of(schedule, declared, self._store().clock_now())
 
     def _added(self, name: str) -> Schedule:
-        """The schedule ``name``, which must have been added at run time."""
+        """The schedule ``name``, which must have been added at run time (an
+        edit of one from code would last until a scheduler stores it again)."""
         found = self._store().schedule_get(name)
         if found is None:
             raise ScheduleNotFound(name)
