@@ -6,7 +6,7 @@ import builtins
 from collections.abc import Collection, Iterator
 from datetime import datetime
 
-from tenure.errors import AmbiguousId, TaskNotFound
+from tenure.errors import AmbiguousId, InvalidTransition, TaskNotFound
 from tenure.store import Store, TaskFilter, UniqueLock
 from tenure.store.operating import DEFAULT_WINDOW
 from tenure.store.types import Event, GroupProgress, MinuteRate, Page, QueueStats, WorkerInfo
@@ -169,6 +169,35 @@ class TaskAdmin:
 
     def retry(self, task_id: str) -> Task:
         return self.store.task_retry(task_id)
+
+    def matching(self, filters: TaskFilter, most: int) -> builtins.list[Task] | None:
+        """The tasks ``filters`` match, oldest first, if they are at most
+        ``most``; ``None`` if there are more (a bulk change refuses them all)."""
+        found: builtins.list[Task] = []
+        cursor = None
+        while len(found) <= most:
+            page = self.store.task_list(filters, cursor=cursor, limit=min(most + 1, 1000))
+            found += page.tasks
+            if page.cursor is None:
+                break
+            cursor = page.cursor
+        return found if len(found) <= most else None
+
+    def change_many(
+        self, action: str, ids: Collection[str]
+    ) -> tuple[builtins.list[Task], builtins.list[tuple[str, str]]]:
+        """Retry or cancel (``action``) each task of ``ids``, one after the
+        other: the tasks changed, and the ids refused with why (gone, or a
+        status that does not allow it). A store failure stops it and is raised."""
+        act = self.retry if action == "retry" else self.cancel
+        changed: builtins.list[Task] = []
+        refused: builtins.list[tuple[str, str]] = []
+        for task_id in ids:
+            try:
+                changed.append(act(task_id))
+            except (InvalidTransition, TaskNotFound) as exc:
+                refused.append((task_id, str(exc)))
+        return changed, refused
 
 
 def _filters(

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 import httpx
 import pytest
@@ -32,6 +33,8 @@ from tenure import App, Status
 from tenure.cli import serve as cli_serve
 from tenure.errors import ConfigError, StoreError
 from tenure.http import create_app
+from tenure.http import routes as routes_module
+from tenure.http import surface as surface_module
 from tenure.store.types import WorkerInfo
 from tests.apps.api import make_app, seed
 from tests.conformance.support import reach
@@ -43,6 +46,7 @@ ROOT = Path(__file__).resolve().parents[2]
 ROUTES = ["GET /api/openapi.json", "POST /api/tasks", "GET /api/tasks", "GET /api/tasks/{id}",
           "GET /api/tasks/{id}/events", "POST /api/tasks/{id}/retry",
           "POST /api/tasks/{id}/cancel", "GET /api/stats", "GET /api/workers",
+          "POST /api/tasks/retry", "POST /api/tasks/cancel",
           "GET /api/schedules", "POST /api/schedules", "GET /api/schedules/{name}",
           "PATCH /api/schedules/{name}", "DELETE /api/schedules/{name}"]  # fmt: skip
 
@@ -605,3 +609,47 @@ def test_a_bad_schedule_is_refused_naming_its_field(
     refused = client.post("/api/schedules", json=body)
     assert refused.status_code == 422 and refused.json()["error"]["field"] == field
     assert app.store.schedule_list() == []
+
+
+def test_bulk_retry_and_cancel_by_ids_or_filter_bounded_with_a_dry_run(
+    app: App, client: TestClient
+) -> None:
+    failed = [reach(app.store, Status.FAILED, group_id="emails")[0] for _ in range(3)]
+    other, _ = reach(app.store, Status.FAILED, group_id="reports")
+    pending = app.lookup("add").enqueue(1, 2).task
+    assert pending is not None
+    by_filter = {"filter": {"status": "failed", "group": "emails"}}
+    dry = client.post("/api/tasks/retry", json={**by_filter, "dry_run": True}).json()
+    assert dry["matched"] == [t.id for t in failed] and dry["changed"] == []
+    assert {app.store.task_get(t.id).status for t in failed} == {Status.FAILED}  # type: ignore[union-attr]
+    done = client.post("/api/tasks/retry", json=by_filter).json()
+    assert [t["id"] for t in done["changed"]] == [t.id for t in failed] and done["refused"] == []
+    assert app.store.task_get(other.id).status is Status.FAILED  # type: ignore[union-attr]
+    # By ids: each is tried; those whose status forbids it are named, with why.
+    ids = [pending.id, other.id, "no-such-task"]
+    mixed = client.post("/api/tasks/cancel", json={"ids": ids}).json()
+    assert [t["id"] for t in mixed["changed"]] == [pending.id]
+    assert [r["id"] for r in mixed["refused"]] == [other.id, "no-such-task"]
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({}, "ids"),
+        ({"ids": ["a"], "filter": {"status": "failed"}}, "ids"),
+        ({"filter": {"status": "late"}}, "filter.status"),
+        ({"filter": {"created_from": 5}}, "filter.created_from"),
+        ({"filter": {"colour": "red"}}, "filter.colour"),
+        ({"ids": ["x"] * 1001}, "ids"),
+        ({"filter": {}}, "filter"),
+    ],
+)
+def test_a_bulk_change_that_is_unclear_or_too_large_changes_nothing(
+    app: App, client: TestClient, body: dict[str, Any], field: str
+) -> None:
+    for _ in range(3):
+        reach(app.store, Status.FAILED)
+    with patch.object(surface_module, "MAX_BULK", 2), patch.object(routes_module, "MAX_BULK", 2):
+        refused = client.post("/api/tasks/retry", json=body)
+    assert refused.status_code == 422 and refused.json()["error"]["field"] == field
+    assert {t.status for t in app.store.task_list(limit=10).tasks} == {Status.FAILED}

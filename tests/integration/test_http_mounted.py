@@ -142,6 +142,8 @@ def _api_calls(task_id: str) -> dict[tuple[str, str], tuple[dict[str, Any], int]
         ("POST", "/api/tasks/{id}/retry"): ({}, 200),
         ("GET", "/api/stats"): ({}, 200),
         ("GET", "/api/workers"): ({}, 200),
+        ("POST", "/api/tasks/retry"): ({"json": {"ids": [task_id], "dry_run": True}}, 200),
+        ("POST", "/api/tasks/cancel"): ({"json": {"ids": [task_id], "dry_run": True}}, 200),
         ("POST", "/api/schedules"): (
             {"json": {"name": "s", "task": "add", "every": 60, "args": [1, 2]}},
             201,

@@ -241,6 +241,32 @@ def body_fields(body: object, declared: Sequence[Param]) -> dict[str, Any]:
     }
 
 
+def fields_of(declared: Sequence[Param]) -> Reader:
+    """A reader of a nested object whose fields are ``declared``."""
+
+    def read(value: object, field: str) -> dict[str, Any]:
+        given = _object(value, field, tuple(param.name for param in declared))
+        return {
+            param.key: param.kind.read(given[param.name], f"{field}.{param.name}")
+            for param in declared
+            if given.get(param.name) is not None
+        }
+
+    return read
+
+
+def id_list(most: int) -> Reader:
+    """A reader of at most ``most`` whole task ids, each once, in their order."""
+
+    def read(value: object, field: str) -> list[str]:
+        ids = array(value, field)
+        if len(ids) > most:
+            raise InvalidInput(field, f"at most {most} ids at once, not {len(ids)}")
+        return list(dict.fromkeys(text(task_id, f"{field}[{n}]") for n, task_id in enumerate(ids)))
+
+    return read
+
+
 def every(value: object, field: str) -> float:
     """An interval: at least one second."""
     interval = seconds(value, field)
@@ -362,7 +388,7 @@ def choice(*choices: str) -> Reader:
 def moment(value: str, field: str) -> datetime:
     """An RFC 3339 time with its offset (``2026-11-23T08:00:00Z``), in UTC."""
     example = "e.g. 2026-11-23T08:00:00Z"
-    if not _RFC3339.fullmatch(value):
+    if not isinstance(value, str) or not _RFC3339.fullmatch(value):
         raise InvalidInput(field, f"must be an RFC 3339 time with an offset ({example})")
     try:
         return datetime.fromisoformat(value.upper()).astimezone(UTC)

@@ -33,7 +33,15 @@ from tenure.http.schemas import (
     schema_of,
     text,
 )
-from tenure.http.surface import NAME, OPERATIONS, OPTIONS, PAUSED, SCHEDULE_FIELDS, Operation
+from tenure.http.surface import (
+    BULK_FIELDS,
+    NAME,
+    OPERATIONS,
+    OPTIONS,
+    PAUSED,
+    SCHEDULE_FIELDS,
+    Operation,
+)
 from tenure.store.types import EVENT_KINDS, Event, Page, QueueStats, WorkerInfo
 from tenure.task import Status, Task
 
@@ -121,7 +129,29 @@ def _schemas() -> dict[str, Schema]:
         "Workers": obj({"workers": {"type": "array", "items": ref("Worker")}}),
         "EnqueueRequest": _enqueue_request(),
         **_schedule_schemas(),
+        "BulkChange": _bulk_change(),
+        "BulkResult": obj(
+            {
+                "dry_run": {"type": "boolean"},
+                "matched": {"type": "array", "items": {"type": "string"}},
+                "changed": {"type": "array", "items": ref("Task")},
+                "refused": {
+                    "type": "array",
+                    "items": obj({"id": {"type": "string"}, "error": {"type": "string"}}),
+                },
+            }
+        ),
     }
+
+
+def _bulk_change() -> Schema:
+    fields = {param.name: nullable(param.kind.schema) for param in BULK_FIELDS}
+    for param in BULK_FIELDS:
+        fields[param.name]["description"] = param.description
+    change = obj(fields, required=())
+    change["description"] = "ids or filter; matched lists the ids tried (or, dry, to try)"
+    change["example"] = {"filter": {"status": "failed", "topic": "emails"}, "dry_run": True}
+    return change
 
 
 def _schedule_schemas() -> dict[str, Schema]:

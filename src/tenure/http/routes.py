@@ -22,14 +22,16 @@ from starlette.routing import Route
 
 from tenure.admin import TaskAdmin
 from tenure.app import App
+from tenure.checks import MAX_NAME_LENGTH
 from tenure.errors import InvalidInput
 from tenure.function import TaskFunction
 from tenure.http import inputs, where
 from tenure.http.inputs import ApiError
 from tenure.http.replies import reply
 from tenure.http.schedules import ScheduleRoutes
-from tenure.http.surface import OPERATIONS, OPTIONS, Operation
+from tenure.http.surface import BULK_FIELDS, MAX_BULK, OPERATIONS, OPTIONS, Operation
 from tenure.shapes import event_json, stats_json, task_json, worker_json
+from tenure.store import TaskFilter
 from tenure.task import Task
 
 T = TypeVar("T")
@@ -133,6 +135,27 @@ class Api(ScheduleRoutes):
     async def cancel_task(self, request: Request, values: Values) -> Response:
         return reply(task_json(await self._work(lambda admin: admin.cancel(values["id"]))))
 
+    async def change_tasks(self, request: Request, values: Values) -> Response:
+        """``POST /api/tasks/retry`` or ``/cancel``: the tasks of ``ids``, or
+        those a ``filter`` matches (refused whole past :data:`MAX_BULK`)."""
+        action = request.url.path.rsplit("/", 1)[-1]
+        given = inputs.body_fields(await inputs.json_body(request, BULK_BYTES), BULK_FIELDS)
+        if ("ids" in given) == ("filter" in given):
+            raise InvalidInput("ids", "give the tasks' ids, or a filter, and not both")
+        dry_run = given.get("dry_run", False)
+
+        def change(admin: TaskAdmin) -> dict[str, Any]:
+            ids = given.get("ids") or _matched(admin, given["filter"])
+            changed, refused = ([], []) if dry_run else admin.change_many(action, ids)
+            return {
+                "dry_run": dry_run,
+                "matched": ids,
+                "changed": [task_json(task) for task in changed],
+                "refused": [{"id": task_id, "error": why} for task_id, why in refused],
+            }
+
+        return reply(await self._work(change))
+
     async def get_stats(self, request: Request, values: Values) -> Response:
         window = values["window"]
         figures = await self._work(lambda admin: (admin.stats(window=window), admin.workers()))
@@ -141,6 +164,21 @@ class Api(ScheduleRoutes):
     async def list_workers(self, request: Request, values: Values) -> Response:
         workers = await self._work(lambda admin: admin.workers())
         return reply({"workers": [worker_json(worker) for worker in workers]})
+
+
+BULK_BYTES = MAX_BULK * (6 * MAX_NAME_LENGTH + 8) + 4096
+"""Largest bulk body: as many ids as it may name, each at its longest, escaped."""
+
+
+def _matched(admin: TaskAdmin, filters: dict[str, Any]) -> list[str]:
+    """The ids of the tasks ``filters`` match, oldest first: at most
+    :data:`MAX_BULK`, or none is changed."""
+    found = admin.matching(TaskFilter(**filters), MAX_BULK)
+    if found is None:
+        raise InvalidInput(
+            "filter", f"matches more than {MAX_BULK} tasks; narrow it (none changed)"
+        )
+    return [task.id for task in found]
 
 
 def check_keywords(function: TaskFunction[Any, Any], kwargs: Mapping[str, Any]) -> None:

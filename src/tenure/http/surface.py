@@ -14,14 +14,14 @@ keyword, and in the document with its schema; an option added to
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import KW_ONLY, dataclass, field
+from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import Any
 
 from tenure import checks
 from tenure.checks import INT32, MAX_NAME_LENGTH, MAX_SECONDS
 from tenure.http import inputs
-from tenure.http.inputs import DEFAULT_LIMIT, MAX_LIMIT, Kind, Param
-from tenure.http.schemas import TIME, Schema, ref, text
+from tenure.http.inputs import DEFAULT_LIMIT, MAX_LIMIT, PAGING, Kind, Param
+from tenure.http.schemas import TIME, Schema, nullable, obj, ref, text
 from tenure.store import validate
 from tenure.store.operating import DEFAULT_WINDOW
 from tenure.store.validate import MAX_DESCRIPTION_LENGTH
@@ -182,6 +182,44 @@ def _by_id(
     )
 
 
+MAX_BULK = 1000
+"""Most tasks one bulk retry or cancel changes: a filter that matches more is
+refused whole, and asks to be narrowed."""
+
+FILTER_FIELDS = tuple(
+    replace(param, where="body") for param in LIST_TASKS.parameters if param.key not in PAGING
+)
+"""A bulk change's ``filter``: the listing's filters, in a body."""
+
+IDS = Kind(
+    {"type": "array", "items": TASK_ID.schema, "maxItems": MAX_BULK}, inputs.id_list(MAX_BULK)
+)
+FILTER = Kind(
+    obj({param.name: nullable(param.kind.schema) for param in FILTER_FIELDS}, required=()),
+    inputs.fields_of(FILTER_FIELDS),
+)
+BULK_FIELDS = (
+    Param("ids", IDS, "these tasks (whole ids)", where="body"),
+    Param("filter", FILTER, "or the tasks these filters match", where="body"),
+    Param("dry_run", BOOLEAN, "only say which tasks it would change", where="body"),
+)
+"""A bulk change's body: ``ids`` or ``filter``, and ``dry_run``."""
+
+
+def _bulk(action: str, verb: str, does: str) -> Operation:
+    return Operation(
+        "POST",
+        f"/api/tasks/{action}",
+        id=f"{action}Tasks",
+        summary=f"{verb} the tasks of ids or of a filter (at most {MAX_BULK}): {does}",
+        handler="change_tasks",
+        body=ref("BulkChange"),
+        answer="What was changed, and what was refused and why",
+        returns=ref("BulkResult"),
+        refusals=("400", "413", "415", *STORE),
+    )
+
+
 SCHEDULE_FIELDS = (
     Param("task", TEXT, "the registered name of the task it enqueues", where="body"),
     Param("cron", TEXT, "a cron expression (five fields, or six with seconds)", where="body"),
@@ -315,6 +353,8 @@ OPERATIONS: tuple[Operation, ...] = (
         returns=ref("Workers"),
         refusals=STORE,
     ),
+    _bulk("retry", "Retry", "failed or cancelled ones go back to pending"),
+    _bulk("cancel", "Cancel", "pending, running or snoozed ones end cancelled"),
     *SCHEDULES,
     Operation(
         "GET",
