@@ -5,27 +5,31 @@ or rolled back together.
 Run it beside a worker, both on the same PostgreSQL database::
 
     export TENURE_URL=postgresql://postgres@127.0.0.1:5432/shop
+    export TENURE_API_TOKEN=$(python -c 'import secrets; print(secrets.token_urlsafe(24))')
     uvicorn examples.fastapi_app.main:app
     tenure worker --app examples.fastapi_app.tasks:queue
 
-The lifespan opens the tenure App's store and a ``psycopg_pool`` pool of async
-connections for the shop's own tables, and closes both at shutdown.
+``tenure.contrib.fastapi`` does the glue: its lifespan opens the tenure App's
+store and a pool of async connections for the shop's own tables, and closes
+both at shutdown; its ``Transaction`` dependency gives an endpoint a connection
+in a transaction committed before the response is sent; and tenure's dashboard
+and HTTP API are served under ``/queue`` (when ``$TENURE_API_TOKEN`` is set).
 """
 
 from __future__ import annotations
 
-import asyncio
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, TypedDict
+from typing import Annotated, Any
 
-from fastapi import FastAPI, HTTPException, Request
+from fastapi import Depends, FastAPI, HTTPException
 from psycopg import AsyncConnection
-from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel, Field
 
 from examples.fastapi_app.tasks import queue, send_receipt
 from tenure import TaskNotFound
+from tenure.contrib.fastapi import TenureFastAPI
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS stock (item text PRIMARY KEY, available int NOT NULL);
@@ -40,41 +44,26 @@ INSERT INTO stock VALUES ('book', 100), ('lamp', 2) ON CONFLICT DO NOTHING;
 """
 """The shop's own tables (a real app has migrations of its own for them)."""
 
-Pool = AsyncConnectionPool[AsyncConnection[tuple[Any, ...]]]
-
-
-class State(TypedDict):
-    """What the lifespan gives every request (``request.state``)."""
-
-    pool: Pool
+tenure_web = TenureFastAPI(queue)
+Transaction = Annotated[AsyncConnection, Depends(tenure_web.transaction, scope="function")]
+"""A connection in a transaction, committed before the endpoint's answer is sent."""
 
 
 @asynccontextmanager
-async def lifespan(api: FastAPI) -> AsyncIterator[State]:
-    """Open the queue and the shop's pool before the first request; close both
-    after the last."""
+async def lifespan(api: FastAPI) -> AsyncIterator[None]:
+    """Open the queue and the shop's pool before the first request (and make
+    the shop's tables); close both after the last."""
     if queue.url.startswith("sqlite"):
         raise RuntimeError("set TENURE_URL to the shop's PostgreSQL database (postgresql://…)")
-    # Opening the store connects and applies tenure's migrations: blocking
-    # work, so it runs in a thread rather than on the event loop.
-    await asyncio.to_thread(lambda: queue.store)
-    pool: Pool = AsyncConnectionPool(
-        queue.url,
-        kwargs={"autocommit": True},  # transactions are explicit: conn.transaction()
-        check=AsyncConnectionPool.check_connection,
-        open=False,
-    )
-    await pool.open(wait=True)
-    try:
-        async with pool.connection() as conn:
+    async with tenure_web.lifespan(api):
+        async with tenure_web.pool.connection() as conn:
             await conn.execute(SCHEMA)
-        yield {"pool": pool}
-    finally:
-        await pool.close()
-        await asyncio.to_thread(queue.close)
+        yield
 
 
 app = FastAPI(title="shop", lifespan=lifespan)
+if token := os.environ.get("TENURE_API_TOKEN"):
+    tenure_web.mount(app, "/queue", token=token)
 
 
 class OrderIn(BaseModel):
@@ -103,42 +92,37 @@ class TaskStatus(BaseModel):
     result: Any = None
 
 
-def pool_of(request: Request) -> Pool:
-    pool: Pool = request.state.pool
-    return pool
-
-
 @app.post("/orders", status_code=201)
-async def place_order(order: OrderIn, request: Request) -> Enqueued:
+async def place_order(order: OrderIn, conn: Transaction) -> Enqueued:
     """Record the order, enqueue its receipt and take its stock: one
-    transaction, so a refusal at any step leaves no order and no task."""
-    async with pool_of(request).connection() as conn, conn.transaction():
-        cursor = await conn.execute(
-            "INSERT INTO orders (email, item, quantity) VALUES (%s, %s, %s) RETURNING id",
-            (order.email, order.item, order.quantity),
-        )
-        row = await cursor.fetchone()
-        assert row is not None  # INSERT … RETURNING gives its row
-        order_id = int(row[0])
-        # On this connection, inside this transaction: the task exists if and
-        # only if the order does, and no worker sees it before the commit.
-        handle = await send_receipt.options(connection=conn).aenqueue(order_id)
-        taken = await conn.execute(
-            "UPDATE stock SET available = available - %s WHERE item = %s AND available >= %s",
-            (order.quantity, order.item, order.quantity),
-        )
-        if taken.rowcount == 0:
-            # Raised inside the transaction block: the order and its receipt
-            # task are rolled back together.
-            raise HTTPException(409, f"not enough {order.item} in stock")
+    transaction (the dependency's), committed before the answer is sent, so a
+    refusal at any step leaves no order and no task."""
+    cursor = await conn.execute(
+        "INSERT INTO orders (email, item, quantity) VALUES (%s, %s, %s) RETURNING id",
+        (order.email, order.item, order.quantity),
+    )
+    row = await cursor.fetchone()
+    assert row is not None  # INSERT … RETURNING gives its row
+    order_id = int(row[0])
+    # On this connection, inside this transaction: the task exists if and
+    # only if the order does, and no worker sees it before the commit.
+    handle = await send_receipt.options(connection=conn).aenqueue(order_id)
+    taken = await conn.execute(
+        "UPDATE stock SET available = available - %s WHERE item = %s AND available >= %s",
+        (order.quantity, order.item, order.quantity),
+    )
+    if taken.rowcount == 0:
+        # Raised inside the transaction: the order and its receipt task are
+        # rolled back together.
+        raise HTTPException(409, f"not enough {order.item} in stock")
     return Enqueued(order_id=order_id, task_id=handle.id)
 
 
 @app.post("/orders/{order_id}/receipt", status_code=202)
-async def resend_receipt(order_id: int, request: Request) -> Enqueued:
+async def resend_receipt(order_id: int) -> Enqueued:
     """Send an order's receipt again. Nothing is written with it, so the task is
     enqueued on its own (``aenqueue`` without a connection: committed at once)."""
-    async with pool_of(request).connection() as conn:
+    async with tenure_web.pool.connection() as conn:
         cursor = await conn.execute("SELECT 1 FROM orders WHERE id = %s", (order_id,))
         if await cursor.fetchone() is None:
             raise HTTPException(404, f"there is no order {order_id}")
@@ -147,8 +131,8 @@ async def resend_receipt(order_id: int, request: Request) -> Enqueued:
 
 
 @app.get("/orders/{order_id}")
-async def get_order(order_id: int, request: Request) -> Order:
-    async with pool_of(request).connection() as conn:
+async def get_order(order_id: int) -> Order:
+    async with tenure_web.pool.connection() as conn:
         cursor = await conn.execute(
             "SELECT id, email, item, quantity, receipt_sent_at IS NOT NULL"
             " FROM orders WHERE id = %s",

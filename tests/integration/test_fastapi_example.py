@@ -14,6 +14,8 @@ Like every PostgreSQL test, it is skipped without a server unless
 
 from __future__ import annotations
 
+import importlib
+import os
 import time
 import uuid
 from collections.abc import Iterator
@@ -33,6 +35,7 @@ from tests.integration.workers import WorkerProcess
 pytestmark = pytest.mark.slow
 
 WORKER_APP = "examples.fastapi_app.tasks:queue"
+TOKEN = "shop-operator-token-0123456789"
 
 
 @contextmanager
@@ -63,6 +66,15 @@ def client(example_url: str) -> Iterator[TestClient]:
     from examples.fastapi_app import main, tasks
 
     tasks.queue.use(example_url)
+    before = os.environ.get("TENURE_API_TOKEN")
+    os.environ["TENURE_API_TOKEN"] = TOKEN  # the example mounts the queue's pages with it
+    try:
+        importlib.reload(main)
+    finally:
+        if before is None:
+            del os.environ["TENURE_API_TOKEN"]
+        else:
+            os.environ["TENURE_API_TOKEN"] = before
     with TestClient(main.app) as opened:
         yield opened
 
@@ -146,6 +158,20 @@ def test_a_receipt_sent_again_is_enqueued_on_its_own(
     assert again.json()["order_id"] == order_id and again.json()["task_id"] != first
     for task_id in (first, again.json()["task_id"]):
         assert wait_done(client, task_id)["result"].startswith(f"receipt of order {order_id} ")
+
+
+def test_the_queue_is_served_under_the_shops_prefix(
+    client: TestClient, worker: WorkerProcess
+) -> None:
+    placed = client.post("/orders", json={"email": "ha@example.com", "item": "book", "quantity": 1})
+    task_id = placed.json()["task_id"]
+    assert client.get(f"/queue/api/tasks/{task_id}").status_code == 401
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    found = client.get(f"/queue/api/tasks/{task_id}", headers=auth)
+    assert found.status_code == 200 and found.json()["topic"] == "receipts"
+    login = client.get("/queue/", follow_redirects=False)
+    assert login.status_code == 303 and login.headers["location"].startswith("/queue/login")
+    assert client.get("/orders/999999").status_code == 404  # the shop's routes are its own
 
 
 def test_unknown_orders_and_tasks_are_not_found(client: TestClient) -> None:
