@@ -183,6 +183,9 @@ class EnqueueOptions:
     headers: Mapping[str, str] | None = None
     """Headers the task starts with (a caller's W3C trace context:
     ``traceparent``, ``tracestate``); the App's middleware adds to them."""
+    meta: Mapping[str, str] | None = None
+    """Names and values (text) stored with the task to find it by:
+    ``{"customer": "c-42"}``, then ``tenure tasks --meta customer=c-42``."""
 
 
 class Overrides(TypedDict, total=False):
@@ -199,6 +202,7 @@ class Overrides(TypedDict, total=False):
     topic: str | None
     connection: Any
     headers: Mapping[str, str] | None
+    meta: Mapping[str, str] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,7 +257,8 @@ class TaskFunction(Generic[P, R]):
         ``run_at``, ``priority``, ``group_id``, ``sub_topic``, ``description``,
         ``id``, ``topic``, ``connection`` (a driver connection of the caller's:
         the task is written in its open transaction), ``headers`` (what the
-        task's headers start from, such as a caller's trace context)."""
+        task's headers start from, such as a caller's trace context), ``meta``
+        (names and values to find the task by)."""
         unknown = sorted(set(overrides) - set(Overrides.__annotations__))
         if unknown:
             known = ", ".join(Overrides.__annotations__)
@@ -408,6 +413,7 @@ class TaskFunction(Generic[P, R]):
             run_at=opts.run_at,
             delay=opts.delay,
             unique=self._unique_rule(args, kwargs),
+            meta=opts.meta,
         )
 
     def _bind(self, args: Sequence[Any], kwargs: Mapping[str, Any], where: str) -> None:

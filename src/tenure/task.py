@@ -230,6 +230,10 @@ class Task:
     errors: tuple[TaskError, ...] = ()
     """The error of each attempt that ended in one, oldest first (the last 20,
     each traceback's last 8 KB); ``error`` is the last, whole."""
+    meta: dict[str, str] | None = None
+    """What it was enqueued with to be found by (``options(meta={"customer":
+    "c-42"})``): names and values, both text; ``tenure tasks --meta`` filters
+    on them."""
 
     @property
     def finished(self) -> bool:

@@ -630,6 +630,8 @@ def test_bulk_retry_and_cancel_by_ids_or_filter_bounded_with_a_dry_run(
     mixed = client.post("/api/tasks/cancel", json={"ids": ids}).json()
     assert [t["id"] for t in mixed["changed"]] == [pending.id]
     assert [r["id"] for r in mixed["refused"]] == [other.id, "no-such-task"]
+    nothing = client.post("/api/tasks/retry", json={"ids": []}).json()
+    assert (nothing["matched"], nothing["changed"], nothing["refused"]) == ([], [], [])
 
 
 @pytest.mark.parametrize(

@@ -104,3 +104,23 @@ def test_holder_write_finds_its_rows_by_id(history: PostgresStore, postgres_url:
     assert plan["Actual Rows"] == 5
     assert all(node["Node Type"] != "Seq Scan" for node in nodes(plan)), plan
     assert blocks(plan) < 500, f"read {blocks(plan)} blocks"
+
+
+@pytest.mark.slow
+def test_a_meta_filter_reads_the_meta_index_not_the_history(
+    history: PostgresStore, postgres_url: str
+) -> None:
+    history.task_create(NewTask(topic="t", name="n", meta={"customer": "c-42"}))
+    history.task_create_many(
+        [NewTask(topic="t", name="n", meta={"customer": "c-43"}) for _ in range(4)]
+    )
+    filters = {
+        "status": None, "group_id": None, "topic": None, "sub_topic": None, "name": None,
+        "text": None, "created_from": None, "created_to": None,
+    }  # fmt: skip
+    params = {**filters, "after": 0, "limit": 50, "meta": '{"customer": "c-42"}'}
+    plan = explain(postgres_url, "list_tasks", params)
+    assert plan["Actual Rows"] == 1
+    assert any(node.get("Index Name") == "tasks_meta" for node in nodes(plan)), plan
+    assert all(node["Node Type"] != "Seq Scan" for node in nodes(plan)), plan
+    assert blocks(plan) < 500, f"read {blocks(plan)} blocks"

@@ -5,6 +5,7 @@ server is in tests/integration/test_postgres_copy.py)."""
 from __future__ import annotations
 
 import enum
+import json
 import re
 from datetime import UTC, datetime, timedelta
 
@@ -47,6 +48,7 @@ def test_each_task_is_one_line_of_its_own_values() -> None:
             description=ODD,
             run_at=AT + timedelta(seconds=1),
             unique=rule,
+            meta={"who": ODD},
         ),
         _prepared(topic="t", name="plain", id="id-2", data={"args": []}),
     ]
@@ -54,7 +56,7 @@ def test_each_task_is_one_line_of_its_own_values() -> None:
     lines = text.split("\n")
     assert lines[-1] == "" and len(lines) == 3  # one line per task, each ended
     first, second = (line.split("\t") for line in lines[:2])
-    assert len(first) == len(second) == 20
+    assert len(first) == len(second) == 21
     assert [_read(f) for f in first[:6]] == [
         "id\n1",
         "t",
@@ -75,6 +77,7 @@ def test_each_task_is_one_line_of_its_own_values() -> None:
     assert first[18] == "7.5"
     assert [_read(f) for f in second[15:20]] == [None] * 5
     assert _read(second[3]) == "plain" and _read(second[12]) is None
+    assert json.loads(_read(first[20])) == {"who": ODD} and _read(second[20]) is None
 
 
 def test_a_batch_comes_in_chunks_of_whole_lines() -> None:

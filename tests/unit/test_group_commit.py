@@ -41,6 +41,7 @@ TEMPLATE = PreparedTask(
     run_at=None,
     delay=0.0,
     unique=None,
+    meta=None,
 )
 
 

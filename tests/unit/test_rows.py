@@ -97,6 +97,7 @@ def test_the_sqlite_insert_binds_each_value_to_its_own_column() -> None:
         timeout=1.5,
         run_at=datetime.fromtimestamp(9.0, UTC),
         unique=rule,
+        meta={"k": 'v\t"x'},
     )
     values = dict(
         zip(
@@ -127,5 +128,6 @@ def test_the_sqlite_insert_binds_each_value_to_its_own_column() -> None:
         "status": "pending",
         "gate_in": None,
         "gate_out": None,
+        "meta": '{"k": "v\\t\\"x"}',
     }
     assert list(values)[sqlite_rows.RUN_AT] == "run_at"

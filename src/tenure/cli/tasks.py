@@ -92,6 +92,7 @@ def _enqueue_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--group", help="a group id")
     parser.add_argument("--sub-topic", help="a sub-topic")
     parser.add_argument("--description", help="text for people")
+    _meta_option(parser, "stored with the task, to find it by (repeatable)")
     parser.add_argument("--json", action="store_true", help="print the task as JSON")
 
 
@@ -104,8 +105,22 @@ def _filter_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--text", help="only tasks whose description contains this (ASCII letters in any case)"
     )
+    _meta_option(parser, "only tasks whose meta has it (repeatable: all of them)")
     parser.add_argument("--since", type=moment, help="created since: 2h, 3d or an ISO time")
     parser.add_argument("--before", type=moment, help="created before: 2h, 3d or an ISO time")
+
+
+def _meta_option(parser: argparse.ArgumentParser, meaning: str) -> None:
+    parser.add_argument(
+        "--meta", type=_pair, action="append", metavar="NAME=VALUE", help=f"a meta pair: {meaning}"
+    )
+
+
+def _pair(text: str) -> tuple[str, str]:
+    name, equals, value = text.partition("=")
+    if not equals or not name:
+        raise argparse.ArgumentTypeError(f"not NAME=VALUE: {text!r} (e.g. customer=c-42)")
+    return name, value
 
 
 def _status(text: str) -> Status:
@@ -125,6 +140,7 @@ def _filters(args: argparse.Namespace) -> TaskFilter:
         created_from=args.since,
         created_to=args.before,
         text=args.text,
+        meta=tuple(args.meta) if args.meta else None,
     )
 
 
@@ -158,6 +174,7 @@ def _new_task(args: argparse.Namespace, store: Store) -> NewTask:
         "group_id": args.group,
         "sub_topic": args.sub_topic,
         "description": args.description,
+        "meta": dict(args.meta) if args.meta else None,
     }
     if args.app is None:  # an operator's task: name and topic as given
         return NewTask(
@@ -205,7 +222,8 @@ def _show(args: argparse.Namespace) -> int:
         return 0
     for field, value in task_json(task).items():
         if field not in SHOWN_APART and value not in (None, [], ""):
-            console.print(f"[bold]{field:>16}[/bold]  {escape(str(value))}", soft_wrap=True)
+            shown = _pairs(value) if field == "meta" else str(value)
+            console.print(f"[bold]{field:>16}[/bold]  {escape(shown)}", soft_wrap=True)
     for field in ("data", "upstream", "result"):
         if field != "upstream" or task.upstream is not None:
             console.print(f"[bold]{field:>16}[/bold]  {escape(json.dumps(getattr(task, field)))}")
@@ -220,6 +238,11 @@ def _show(args: argparse.Namespace) -> int:
         console.print(f"[red]{label:>16}[/red]  {said}", soft_wrap=True)
     console.print(event_rows(history, caption=f"{len(history)} events"))
     return 0
+
+
+def _pairs(meta: Any) -> str:
+    """A task's meta as it is typed to find it: ``customer=c-42, region=eu``."""
+    return ", ".join(f"{name}={value}" for name, value in meta.items())
 
 
 def _resolve(admin: TaskAdmin, task_id: str, args: argparse.Namespace) -> Task:
@@ -237,10 +260,8 @@ Refusal = tuple[str, str]
 
 
 def _change(args: argparse.Namespace) -> int:
-    by_filter = any(
-        getattr(args, f) is not None
-        for f in ("status", "topic", "sub_topic", "name", "group", "text", "since", "before")
-    )
+    filters = ("status", "topic", "sub_topic", "name", "group", "text", "meta", "since", "before")
+    by_filter = any(getattr(args, f) is not None for f in filters)
     if bool(args.task_ids) == by_filter:
         raise InvalidInput(args.change, "give task ids, or filters (--status …): one of the two")
     with _admin(args) as admin:

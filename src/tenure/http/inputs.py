@@ -31,6 +31,8 @@ from tenure.http.schemas import Schema
 from tenure.store.schedules import check_name
 from tenure.store.types import TaskFilter
 from tenure.store.validate import MAX_DESCRIPTION_LENGTH
+from tenure.store.validate import meta as validate_meta
+from tenure.store.validate import meta_pairs as validate_meta_pairs
 
 Reader = Callable[[Any, str], Any]
 """How a parameter is read: its value as sent (a string from a query string or
@@ -265,6 +267,26 @@ def id_list(most: int) -> Reader:
         return list(dict.fromkeys(text(task_id, f"{field}[{n}]") for n, task_id in enumerate(ids)))
 
     return read
+
+
+def meta(value: object, field: str) -> dict[str, str] | None:
+    """A task's meta in a body (``options.meta``): an object of text values."""
+    return validate_meta(json_object(value, field), field)
+
+
+def meta_filter(value: object, field: str) -> tuple[tuple[str, str], ...] | None:
+    """A meta filter in a body: an object of text values, as the pairs
+    :class:`~tenure.store.types.TaskFilter` takes."""
+    return validate_meta_pairs(json_object(value, field), field)
+
+
+def meta_query(value: str, field: str) -> tuple[tuple[str, str], ...] | None:
+    """A meta filter in a query string: a JSON object of text values."""
+    try:
+        parsed = json.loads(value, parse_constant=_refuse_constant)
+    except ValueError:
+        raise InvalidInput(field, 'must be a JSON object, such as {"customer":"c-42"}') from None
+    return validate_meta_pairs(json_object(parsed, field), field)
 
 
 def every(value: object, field: str) -> float:

@@ -145,7 +145,7 @@ class Api(ScheduleRoutes):
         dry_run = given.get("dry_run", False)
 
         def change(admin: TaskAdmin) -> dict[str, Any]:
-            ids = given.get("ids") or _matched(admin, given["filter"])
+            ids = given["ids"] if "ids" in given else _matched(admin, given["filter"])
             changed, refused = ([], []) if dry_run else admin.change_many(action, ids)
             return {
                 "dry_run": dry_run,

@@ -24,7 +24,7 @@ from tenure.http.inputs import DEFAULT_LIMIT, MAX_LIMIT, PAGING, Kind, Param
 from tenure.http.schemas import TIME, Schema, nullable, obj, ref, text
 from tenure.store import validate
 from tenure.store.operating import DEFAULT_WINDOW
-from tenure.store.validate import MAX_DESCRIPTION_LENGTH
+from tenure.store.validate import MAX_DESCRIPTION_LENGTH, MAX_META
 
 STATUS = Kind(ref("Status"), validate.status)
 TEXT = Kind(text(), checks.text)
@@ -39,6 +39,15 @@ reader still enforces: a NUL cannot reach a path unencoded, and the pattern on a
 path parameter leaves schema-driven clients (schemathesis) unable to generate
 any value at all."""
 NEW_ID = Kind(text(pattern="^[^/\\u0000]*$"), inputs.new_id)
+META = Kind(
+    {"type": "object", "additionalProperties": text(), "maxProperties": MAX_META},
+    inputs.meta,
+)
+"""A task's meta: names and values, both text."""
+META_FILTER = Kind(META.schema, inputs.meta_filter)
+"""A filter on meta in a body: the pairs a task's meta must hold."""
+META_QUERY = Kind(text(max_length=MAX_META * 420), inputs.meta_query)
+"""A filter on meta in a query string: a JSON object, ``{"customer":"c-42"}``."""
 
 
 NUMBER_OF_SECONDS = {"type": "number", "maximum": MAX_SECONDS}
@@ -92,6 +101,7 @@ OPTIONS = (
     Param("sub_topic", TEXT, where="body"),
     Param("description", DESCRIPTION, where="body"),
     Param("id", NEW_ID, where="body"),
+    Param("meta", META, where="body"),
 )
 """The ``options`` of an enqueue's body, each named as the API names it and
 read under its keyword of :meth:`~tenure.function.TaskFunction.options`."""
@@ -143,6 +153,7 @@ LIST_TASKS = Operation(
         Param("group", TEXT, "only tasks of this group id", keyword="group_id"),
         Param("created_from", MOMENT, "only tasks created at or after this time"),
         Param("created_to", MOMENT, "only tasks created before this time"),
+        Param("meta", META_QUERY, 'only tasks whose meta holds these pairs: {"customer":"c-42"}'),
         Param("cursor", TEXT, "the page after the one that answered this cursor"),
         Param("limit", count(MAX_LIMIT), "most tasks on the page", DEFAULT_LIMIT),
         Param(
@@ -187,7 +198,9 @@ MAX_BULK = 1000
 refused whole, and asks to be narrowed."""
 
 FILTER_FIELDS = tuple(
-    replace(param, where="body") for param in LIST_TASKS.parameters if param.key not in PAGING
+    replace(param, where="body", kind=META_FILTER if param.name == "meta" else param.kind)
+    for param in LIST_TASKS.parameters
+    if param.key not in PAGING
 )
 """A bulk change's ``filter``: the listing's filters, in a body."""
 

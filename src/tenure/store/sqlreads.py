@@ -10,6 +10,7 @@ theirs). A SQL store mixes :class:`SqlReads` in before
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, ClassVar, Protocol
@@ -101,4 +102,5 @@ def filter_params(filters: TaskFilter, rows: Rows) -> dict[str, Any]:
         "text": filters.text,
         "created_from": rows.moment_param(filters.created_from),
         "created_to": rows.moment_param(filters.created_to),
+        "meta": None if filters.meta is None else json.dumps(dict(filters.meta)),
     }

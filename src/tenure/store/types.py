@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -58,6 +59,7 @@ class NewTask:
     run_at: datetime | None = None
     delay: float | None = None
     unique: UniqueRule | None = None
+    meta: Mapping[str, str] | None = None
 
 
 @quick_init
@@ -79,6 +81,12 @@ class PreparedTask:
     run_at: datetime | None
     delay: float
     unique: UniqueRule | None
+    meta: dict[str, str] | None
+    """Checked, its names sorted (so that it encodes the same way each time)."""
+
+    @property
+    def meta_json(self) -> str | None:
+        return None if self.meta is None else json.dumps(self.meta, ensure_ascii=False)
 
     @property
     def locks_at_enqueue(self) -> bool:
@@ -105,6 +113,7 @@ class PreparedTask:
             created_at=at,
             updated_at=at,
             unique_key=None if self.unique is None else self.unique.key,
+            meta=self.meta,
         )
 
 
@@ -199,6 +208,8 @@ class TaskFilter:
     created_from: datetime | None = None
     created_to: datetime | None = None
     text: str | None = None
+    meta: tuple[tuple[str, str], ...] | None = None
+    """Tasks whose meta holds every one of these (name, value) pairs."""
 
 
 @dataclass(frozen=True, slots=True)

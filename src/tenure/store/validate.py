@@ -7,7 +7,8 @@ the same :class:`~tenure.errors.InvalidInput`, naming the offending field.
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 
 from tenure import serializer
@@ -141,6 +142,7 @@ SHARED_FIELDS = (
     "timeout",
     "run_at",
     "delay",
+    "meta",
 )
 """The fields of a task that the tasks of one batch usually share (a task
 function's declaration and options), checked once for a run of them."""
@@ -179,6 +181,7 @@ def prepare(
             shared.run_at,
             shared.delay,
             None if task.unique is None else unique_rule(task.unique),
+            shared.meta,
         )
     if task.run_at is not None and task.delay is not None:
         raise InvalidInput("delay", "give run_at or delay, not both")
@@ -200,7 +203,35 @@ def prepare(
         run_at=moment(task.run_at, "run_at"),
         delay=0.0 if task.delay is None else seconds(task.delay, "delay", allow_zero=True),
         unique=None if task.unique is None else unique_rule(task.unique),
+        meta=meta(task.meta),
     )
+
+
+MAX_META = 32
+"""Most names one task's meta holds."""
+
+
+def meta(value: object, field: str = "meta") -> dict[str, str] | None:
+    """A task's meta: at most :data:`MAX_META` names, each with a value, both
+    text; by name (``None`` for none)."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise InvalidInput(field, f"must be a mapping of names to text, not {type(value).__name__}")
+    if len(value) > MAX_META:
+        raise InvalidInput(field, f"holds {len(value)} names, over the limit of {MAX_META}")
+    checked = {
+        text(name, f"{field} names"): text(v, f"{field}[{name!r}]") for name, v in value.items()
+    }
+    return dict(sorted(checked.items())) or None
+
+
+def meta_pairs(value: object, field: str = "meta") -> tuple[tuple[str, str], ...] | None:
+    """A filter's meta: the (name, value) pairs a task's meta must all hold."""
+    if value is None:
+        return None
+    pairs = meta(dict(value) if isinstance(value, tuple | list) else value, field)
+    return None if pairs is None else tuple(pairs.items())
 
 
 def reserve_params(params: ReserveParams) -> ReserveParams:
@@ -223,6 +254,8 @@ def task_filter(filters: TaskFilter) -> TaskFilter:
     optional_text(filters.text, "text", max_length=MAX_DESCRIPTION_LENGTH)
     if filters.status is not None:
         status(filters.status)
+    if filters.meta is not None:
+        return replace(filters, meta=meta_pairs(filters.meta))
     return filters
 
 

@@ -26,7 +26,7 @@ SCAN = 50_000
 WINDOW = 3600.0
 """Seconds of endings the overview counts and charts."""
 
-FILTERS = ("status", "topic", "sub_topic", "name", "group", "text")
+FILTERS = ("status", "topic", "sub_topic", "name", "group", "text", "meta")
 MAX_FILTER = 500
 Context = dict[str, Any]
 
@@ -73,8 +73,19 @@ def listing(query: Mapping[str, str]) -> Listing:
         name=given.get("name"),
         group_id=given.get("group"),
         text=given.get("text"),
+        meta=_meta_pair(given.get("meta")),
     )
     return Listing(given, filters, query.get("after") or None)
+
+
+def _meta_pair(given: str | None) -> tuple[tuple[str, str], ...] | None:
+    """The meta filter's ``name=value``, as the one pair a task's meta must hold."""
+    if given is None:
+        return None
+    name, equals, value = given.partition("=")
+    if not equals or not name.strip():
+        raise InvalidInput("meta", "name=value, such as customer=c-42")
+    return ((name.strip(), value.strip()),)
 
 
 def tasks(app: App, wanted: Listing) -> Context:

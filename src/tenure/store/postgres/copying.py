@@ -119,7 +119,10 @@ def copy_text(tasks: Sequence[PreparedTask], at: datetime) -> Iterator[str]:
             left, right = _shared_fields(task, stamp)
         previous = task
         unique = _NO_RULE if task.unique is None else _rule(task.unique)
-        lines.append(f"{_text(task.id)}\t{left}\t{_text(task.data_json)}\t{right}\t{unique}\n")
+        meta = _field(task.meta_json)
+        lines.append(
+            f"{_text(task.id)}\t{left}\t{_text(task.data_json)}\t{right}\t{unique}\t{meta}\n"
+        )
         if len(lines) == COPY_CHUNK_ROWS:
             yield "".join(lines)
             lines = []

@@ -26,7 +26,7 @@ t.seq, t.id, t.topic, t.sub_topic, t.name, t.status, t.data, t.result, t.error, 
 t.description, t.priority, t.attempts, t.max_attempts, t.tags, t.assignee, t.timeout,
 t.run_at, t.created_at, t.updated_at, t.started_at, t.finished_at, t.duration,
 t.lease_owner, t.lease_expires_at, t.lease_token, t.lease_seconds, t.record_ver, t.unique_key,
-t.progress, t.progress_note, t.gate_in, t.gate_out, t.upstream, t.errors
+t.progress, t.progress_note, t.gate_in, t.gate_out, t.upstream, t.errors, t.meta
 
 -- What a batch holder write answers with (TaskState): no payloads sent back.
 -- fragment: task_state
@@ -37,7 +37,7 @@ t.id, t.status, t.attempts, t.record_ver
 -- fragment: new_task_columns
 id, topic, sub_topic, name, status, data, group_id, description, priority,
 max_attempts, tags, timeout, run_at, created_at, updated_at,
-unique_key, unique_lock, unique_on_conflict, unique_ttl, unique_retry_in
+unique_key, unique_lock, unique_on_conflict, unique_ttl, unique_retry_in, meta
 
 -- One statement creates the whole batch. (The name is SQLite's, whose
 -- insert_task runs once per task.) A flow's tasks (Store.flow_create) also
@@ -52,17 +52,17 @@ SELECT n.id, n.topic, n.sub_topic, n.name, COALESCE(n.status, 'pending'), n.data
                                            + make_interval(secs => n.delay) END),
        COALESCE(%(now)s::timestamptz, now()), COALESCE(%(now)s::timestamptz, now()),
        n.unique_key, n.unique_lock, n.unique_on_conflict, n.unique_ttl, n.unique_retry_in,
-       n.gate_in, n.gate_out
+       n.meta::jsonb, n.gate_in, n.gate_out
 FROM ROWS FROM (json_to_recordset(%(tasks)s::json) AS (
     id text, topic text, sub_topic text, name text, data text, group_id text,
     description text, priority bigint, max_attempts bigint, tags text[], timeout float8,
     run_at timestamptz, delay float8, unique_key text, unique_lock text,
     unique_on_conflict text, unique_ttl float8, unique_retry_in float8,
-    status text, gate_in text, gate_out text
+    status text, gate_in text, gate_out text, meta text
 )) WITH ORDINALITY AS n(
     id, topic, sub_topic, name, data, group_id, description, priority, max_attempts, tags,
     timeout, run_at, delay, unique_key, unique_lock, unique_on_conflict, unique_ttl,
-    unique_retry_in, status, gate_in, gate_out, ord
+    unique_retry_in, status, gate_in, gate_out, meta, ord
 )
 -- seq follows the caller's order. The rest of each task is what was sent.
 ORDER BY n.ord
@@ -92,7 +92,7 @@ VALUES (
                   + make_interval(secs => %(delay)s::float8) END),
     COALESCE(%(now)s::timestamptz, now()), COALESCE(%(now)s::timestamptz, now()),
     %(unique_key)s::text, %(unique_lock)s::text, %(unique_on_conflict)s::text,
-    %(unique_ttl)s::float8, %(unique_retry_in)s::float8
+    %(unique_ttl)s::float8, %(unique_retry_in)s::float8, %(meta)s::jsonb
 )
 RETURNING t.id, t.created_at, t.run_at;
 
@@ -1057,6 +1057,7 @@ AND (%(topic)s::text IS NULL OR topic = %(topic)s::text)
        OR strpos(lower(description COLLATE "C"), lower(%(text)s::text COLLATE "C")) > 0)
   AND (%(created_from)s::timestamptz IS NULL OR created_at >= %(created_from)s::timestamptz)
   AND (%(created_to)s::timestamptz IS NULL OR created_at < %(created_to)s::timestamptz)
+  AND (%(meta)s::jsonb IS NULL OR meta @> %(meta)s::jsonb)
 
 -- A page whose work :scan bounds: the tasks examined are the first :scan past
 -- the cursor among those of the status and group asked for, in the listing's
@@ -1084,7 +1085,8 @@ AND (%(status)s::text IS NULL
 WITH page AS (
     SELECT e.seq
     FROM (
-        SELECT seq, status, topic, sub_topic, name, description, created_at FROM {schema}.tasks
+        SELECT seq, status, topic, sub_topic, name, description, created_at, meta
+        FROM {schema}.tasks
         WHERE seq > %(after)s::bigint {scan_filters}
         ORDER BY CASE WHEN %(status)s::text IS NULL THEN '' ELSE status END, seq
         LIMIT %(scan)s::bigint
@@ -1110,7 +1112,8 @@ ORDER BY t.seq;
 WITH page AS (
     SELECT e.seq
     FROM (
-        SELECT seq, status, topic, sub_topic, name, description, created_at FROM {schema}.tasks
+        SELECT seq, status, topic, sub_topic, name, description, created_at, meta
+        FROM {schema}.tasks
         WHERE seq < %(before)s::bigint {scan_filters}
         ORDER BY CASE WHEN %(status)s::text IS NULL THEN '' ELSE status END DESC, seq DESC
         LIMIT %(scan)s::bigint

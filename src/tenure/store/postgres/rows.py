@@ -121,6 +121,7 @@ def _insert_row(task: PreparedTask) -> dict[str, Any]:
         "run_at": None if task.run_at is None else task.run_at.isoformat(),
         "delay": task.delay,
         **unique_columns(task.unique),
+        "meta": task.meta_json,
     }
 
 
@@ -237,10 +238,18 @@ def _errors(value: list[dict[str, Any]] | None) -> tuple[TaskError, ...]:
 
 
 _TIMES = ("run_at", "created_at", "updated_at", "started_at", "finished_at", "lease_expires_at")
+
+
+def _meta(value: dict[str, str] | None) -> dict[str, str] | None:
+    """By name, as it was written (jsonb keeps its keys in an order of its own)."""
+    return None if value is None else dict(sorted(value.items()))
+
+
 _CONVERTERS: dict[str, Callable[[Any], Any]] = {
     "status": status,
     "error": _error,
     "errors": _errors,
+    "meta": _meta,
     "tags": _tags,
     **dict.fromkeys(_TIMES, utc),
 }

@@ -37,12 +37,12 @@ INSERT INTO tenure_tasks (
     id, topic, sub_topic, name, status, data, group_id, description, priority,
     max_attempts, tags, timeout, run_at, created_at, updated_at,
     unique_key, unique_lock, unique_on_conflict, unique_ttl, unique_retry_in,
-    gate_in, gate_out
+    gate_in, gate_out, meta
 ) VALUES (
     ?1, ?2, ?3, ?4, ?19, ?5, ?6, ?7, ?8,
     ?9, ?10, ?11, ?12, ?13, ?13,
     ?14, ?15, ?16, ?17, ?18,
-    ?20, ?21
+    ?20, ?21, ?22
 );
 
 -- A flow's gates, each with all its members remaining.
@@ -688,6 +688,10 @@ AND (:topic IS NULL OR topic = :topic)
   AND (:text IS NULL OR instr(lower(description), lower(:text)) > 0)
   AND (:created_from IS NULL OR created_at >= :created_from)
   AND (:created_to IS NULL OR created_at < :created_to)
+  AND (:meta IS NULL OR NOT EXISTS (
+         SELECT 1 FROM json_each(:meta) AS wanted WHERE NOT EXISTS (
+             SELECT 1 FROM json_each(meta) AS held
+             WHERE held.key = wanted.key AND held.value = wanted.value)))
 
 -- A page whose work :scan bounds: the tasks examined are the first :scan past
 -- the cursor among those of the status and group asked for, in the listing's

@@ -111,8 +111,9 @@ INSERT_COLUMNS = (
     "status",
     "gate_in",
     "gate_out",
+    "meta",
 )
-"""The values of ``insert_task``, in the order of its placeholders ?1 … ?21."""
+"""The values of ``insert_task``, in the order of its placeholders ?1 … ?22."""
 RUN_AT = INSERT_COLUMNS.index("run_at")
 
 
@@ -137,6 +138,7 @@ def insert_row(
         now,
         *(_NO_UNIQUE if task.unique is None else unique_columns(task.unique).values()),
         *where,
+        task.meta_json,
     )
 
 
@@ -231,6 +233,10 @@ def _error(text: str | None) -> TaskError | None:
     return None if text is None else TaskError.from_json(json.loads(text))
 
 
+def _meta(text: str | None) -> dict[str, str] | None:
+    return None if text is None else dict(json.loads(text))
+
+
 def _errors(text: str | None) -> tuple[TaskError, ...]:
     return () if text is None else tuple(TaskError.from_json(e) for e in json.loads(text))
 
@@ -244,6 +250,7 @@ _CONVERTERS: dict[str, Callable[[Any], Any]] = {
     "upstream": serializer.loads,
     "error": _error,
     "errors": _errors,
+    "meta": _meta,
     "tags": _tags,
     **dict.fromkeys(_TIMES, moment),
 }

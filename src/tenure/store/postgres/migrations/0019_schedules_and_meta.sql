@@ -24,3 +24,12 @@ CREATE TABLE schedules (
     updated_at timestamptz NOT NULL,
     CHECK ((cron IS NULL) <> (every IS NULL))
 );
+
+-- A task's meta: names and values (text) it was enqueued with to be found by
+-- (options(meta=...), tenure tasks --meta name=value). A nullable column
+-- without a default rewrites no row. The GIN index answers "meta holds these
+-- pairs" (@>) for the tasks that have any; it is built by reading the table
+-- once, under a lock that holds writes off for that long (a second or so per
+-- million tasks).
+ALTER TABLE tasks ADD COLUMN meta jsonb;
+CREATE INDEX tasks_meta ON tasks USING gin (meta jsonb_path_ops) WHERE meta IS NOT NULL;

@@ -24,3 +24,9 @@ CREATE TABLE tenure_schedules (
     updated_at REAL NOT NULL,
     CHECK ((cron IS NULL) <> (every IS NULL))
 );
+
+-- A task's meta: names and values (text) it was enqueued with to be found by
+-- (options(meta=...), tenure tasks --meta name=value), as a JSON object. A
+-- nullable column rewrites no row. Filters on it read each listed row's
+-- object: SQLite has no index for JSON containment.
+ALTER TABLE tenure_tasks ADD COLUMN meta TEXT;
