@@ -47,6 +47,12 @@ BAD_TASKS: dict[str, tuple[dict[str, Any], str]] = {
     "tags-as-string": ({"tags": "gpu"}, "tags"),
     "empty-tag": ({"tags": frozenset({""})}, "tags"),
     "empty-id": ({"id": ""}, "id"),
+    # Every id is one segment of a URL (the API's paths, the dashboard's links).
+    "id-with-a-slash": ({"id": "a/b"}, "id"),
+    "id-dot": ({"id": "."}, "id"),
+    "id-dot-dot": ({"id": ".."}, "id"),
+    "id-with-a-newline": ({"id": "a\nb"}, "id"),
+    "id-with-a-c1-control": ({"id": "a\x85b"}, "id"),
 }
 
 

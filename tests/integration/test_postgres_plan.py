@@ -12,8 +12,11 @@ import pytest
 
 from tenure import Lease
 from tenure.store import NewTask, ReserveParams
+from tenure.store.postgres import rows
 from tenure.store.postgres.backend import PostgresStore
 from tenure.store.postgres.schema import queries
+from tenure.store.sqlreads import filter_params
+from tenure.store.types import TaskFilter
 from tests.conftest import _empty_postgres
 
 Q = queries()
@@ -114,11 +117,8 @@ def test_a_meta_filter_reads_the_meta_index_not_the_history(
     history.task_create_many(
         [NewTask(topic="t", name="n", meta={"customer": "c-43"}) for _ in range(4)]
     )
-    filters = {
-        "status": None, "group_id": None, "topic": None, "sub_topic": None, "name": None,
-        "text": None, "created_from": None, "created_to": None,
-    }  # fmt: skip
-    params = {**filters, "after": 0, "limit": 50, "meta": '{"customer": "c-42"}'}
+    filters = filter_params(TaskFilter(meta=(("customer", "c-42"),)), rows)
+    params = {**filters, "after": 0, "limit": 50}
     plan = explain(postgres_url, "list_tasks", params)
     assert plan["Actual Rows"] == 1
     assert any(node.get("Index Name") == "tasks_meta" for node in nodes(plan)), plan

@@ -15,7 +15,9 @@ import pytest
 
 from tenure import Status
 from tenure.store import NewTask, TaskFilter
+from tenure.store.postgres import rows
 from tenure.store.postgres.backend import PostgresStore
+from tenure.store.sqlreads import filter_params
 from tests.conformance.support import reach
 from tests.conftest import _empty_postgres
 from tests.integration.test_postgres_plan import explain, nodes
@@ -72,9 +74,7 @@ def interleaved(postgres_url: str) -> Iterator[PostgresStore]:
 
 
 def listing(**filters: Any) -> dict[str, Any]:
-    params = dict.fromkeys(
-        ("topic", "sub_topic", "status", "name", "group_id", "text", "created_from", "created_to")
-    )
+    params = filter_params(TaskFilter(), rows)  # every filter the statements take, unset
     return {**params, **filters, "after": 0, "before": 2**63 - 1, "limit": LIMIT, "scan": SCAN}
 
 

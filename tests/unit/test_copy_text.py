@@ -40,7 +40,7 @@ def test_each_task_is_one_line_of_its_own_values() -> None:
         _prepared(
             topic="t",
             name=ODD,
-            id="id\n1",
+            id="id\\1",
             data={"s": ODD},
             priority=Level.HIGH,
             tags=frozenset({"a,b", 'q"', "t\tb\\s"}),
@@ -58,7 +58,7 @@ def test_each_task_is_one_line_of_its_own_values() -> None:
     first, second = (line.split("\t") for line in lines[:2])
     assert len(first) == len(second) == 21
     assert [_read(f) for f in first[:6]] == [
-        "id\n1",
+        "id\\1",
         "t",
         "default",
         ODD,

@@ -32,6 +32,7 @@ from tenure.store.schedules import check_name
 from tenure.store.types import TaskFilter
 from tenure.store.validate import MAX_DESCRIPTION_LENGTH
 from tenure.store.validate import meta as validate_meta
+from tenure.store.validate import task_id
 from tenure.store.validate import meta_pairs as validate_meta_pairs
 
 Reader = Callable[[Any, str], Any]
@@ -83,7 +84,7 @@ payload's own limit is the store's, applied once it is decoded."""
 ENQUEUE_FIELDS = ("name", "args", "kwargs", "options")
 
 _DIGITS = re.compile(r"[0-9]{1,9}")
-_NUMBER = re.compile(r"[0-9]{1,12}(\.[0-9]{1,12})?([eE][-+]?[0-9]{1,3})?")
+_NUMBER = re.compile(r"[0-9]{1,16}(\.[0-9]{1,40})?([eE][-+]?[0-9]{1,3})?")
 _RFC3339 = re.compile(
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[-+][0-9]{2}:[0-9]{2})"
 )
@@ -225,11 +226,9 @@ def description(value: object, field: str) -> str:
 
 
 def new_id(value: object, field: str) -> str:
-    """The id a client chooses for a task: a name, without ``/``."""
-    chosen = text(value, field)
-    if "/" in chosen:
-        raise InvalidInput(field, "must not contain '/': the id is part of the task's URL")
-    return chosen
+    """The id a client chooses for a task: one segment of a URL, as the store
+    takes it (:func:`tenure.store.validate.task_id`)."""
+    return task_id(value, field)
 
 
 def body_fields(body: object, declared: Sequence[Param]) -> dict[str, Any]:

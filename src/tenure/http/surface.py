@@ -38,7 +38,11 @@ TASK_ID = Kind({"type": "string", "minLength": 1, "maxLength": MAX_NAME_LENGTH},
 reader still enforces: a NUL cannot reach a path unencoded, and the pattern on a
 path parameter leaves schema-driven clients (schemathesis) unable to generate
 any value at all."""
-NEW_ID = Kind(text(pattern="^[^/\\u0000]*$"), inputs.new_id)
+NEW_ID = Kind(
+    text(pattern="^(?!\\.\\.?$)[^/\\u0000-\\u001f\\u007f-\\u009f]*$"), inputs.new_id
+)
+"""A task id a client chooses: one segment of a URL (no ``/``, no control
+character, neither ``.`` nor ``..``)."""
 META = Kind(
     {"type": "object", "additionalProperties": text(), "maxProperties": MAX_META},
     inputs.meta,

@@ -7,6 +7,7 @@ the same :class:`~tenure.errors.InvalidInput`, naming the offending field.
 from __future__ import annotations
 
 import operator
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -167,7 +168,7 @@ def prepare(
     if like is not None and same_shared(task, like[0]):
         shared = like[1]
         return PreparedTask(
-            new_id() if task.id is None else text(task.id, "id"),
+            new_id() if task.id is None else task_id(task.id),
             shared.topic,
             shared.sub_topic,
             shared.name,
@@ -187,7 +188,7 @@ def prepare(
         raise InvalidInput("delay", "give run_at or delay, not both")
     timeout = None if task.timeout is None else seconds(task.timeout, "timeout")
     return PreparedTask(
-        id=new_id() if task.id is None else text(task.id, "id"),
+        id=new_id() if task.id is None else task_id(task.id),
         topic=text(task.topic, "topic"),
         sub_topic=text(task.sub_topic, "sub_topic"),
         name=text(task.name, "name"),
@@ -205,6 +206,20 @@ def prepare(
         unique=None if task.unique is None else unique_rule(task.unique),
         meta=meta(task.meta),
     )
+
+
+def task_id(value: object, field: str = "id") -> str:
+    """A task id a caller chooses: text that is one segment of a URL, so that
+    every task can be named in the HTTP API's paths and the dashboard's links:
+    no ``/``, no control character, and neither ``.`` nor ``..``."""
+    chosen = text(value, field)
+    if "/" in chosen:
+        raise InvalidInput(field, "must not contain '/': the id is part of the task's URL")
+    if chosen in (".", ".."):
+        raise InvalidInput(field, f"{chosen!r} names no task in a URL; choose another id")
+    if any(unicodedata.category(char) == "Cc" for char in chosen):
+        raise InvalidInput(field, "must not contain a control character (a tab, a newline…)")
+    return chosen
 
 
 MAX_META = 32
