@@ -5,12 +5,13 @@ It is its own module because three places must agree on it to the second: the
 scheduler that enqueues each tick once, the store that checks a schedule before
 keeping it, and ``tenure periodic`` and the dashboard that show the next tick.
 
-Daylight saving follows cron's own rule. When the clocks go forward, a time
-that does not exist that day runs at the first moment after the jump (a job at
-02:30 runs at 03:00), once. When they go back, a job at a fixed hour runs at
-the first of the two moments its wall time names, not twice; a job whose hour
-field is ``*`` (every hour, or every few minutes) keeps running on real time
-through the repeated hour.
+Daylight saving follows the rule of Vixie cron (the cron of most Linux
+systems). When the clocks go forward, a time that does not exist that day runs
+at the first moment after the jump (a job at 02:30 runs at 03:00), once. When
+they go back, a job at a fixed hour runs at the first of the two moments its
+wall time names, not twice; a job whose hour field begins with ``*`` (``*``,
+``*/2``: every hour or every few hours) keeps running on real time through the
+repeated hour.
 """
 
 from __future__ import annotations
@@ -21,14 +22,25 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import croniter
+from croniter import CroniterError, croniter
 
 from tenure.checks import seconds as check_seconds
 from tenure.errors import InvalidInput
 
 HORIZON = timedelta(days=400)
-"""How far ahead a next tick is looked for: a cron that names 29 February, or a
-date that never comes, has none within it."""
+"""How far ahead a next tick is looked for: a cron that names 29 February may
+have none within it."""
+
+MACROS = {
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
+"""The named expressions cron knows, and what each stands for."""
 
 
 @dataclass(frozen=True)
@@ -42,9 +54,16 @@ class Timetable:
 
     def __post_init__(self) -> None:
         if isinstance(self.schedule, str):
-            if not croniter.is_valid(self.schedule):
+            expression = MACROS.get(self.schedule.strip().lower(), self.schedule)
+            if expression.startswith("@") or not croniter.is_valid(expression):
                 raise InvalidInput("schedule", f"not a valid cron expression: {self.schedule!r}")
             zone(self.tz)
+            try:  # a date that never comes (30 February) is found now, not at each tick
+                croniter(expression, datetime(2000, 1, 1, tzinfo=UTC)).get_next(datetime)
+            except CroniterError:
+                raise InvalidInput(
+                    "schedule", f"{self.schedule!r} names no date that comes"
+                ) from None
             return
         every = check_seconds(self.schedule, "schedule")
         if every < 1:
@@ -74,14 +93,18 @@ class Timetable:
             return f"{self.schedule} ({self.tz or 'UTC'})"
         return f"every {_seconds(float(self.schedule))}"
 
-    def _cron_ticks(self, expression: str, after: datetime, until: datetime) -> Iterator[datetime]:
+    def _cron_ticks(self, given: str, after: datetime, until: datetime) -> Iterator[datetime]:
         place = zone(self.tz)
-        fixed_hour = expression.split()[1] != "*"
+        expression = MACROS.get(given.strip().lower(), given)
+        fixed_hour = not expression.split()[1].startswith("*")
         times = croniter(expression, after.astimezone(place))
-        while (tick := times.get_next(datetime).astimezone(UTC)) <= until:
-            if fixed_hour and tick.astimezone(place).fold == 1:
-                continue  # the repeated hour: this wall time has run already
-            yield tick
+        try:
+            while (tick := times.get_next(datetime).astimezone(UTC)) <= until:
+                if fixed_hour and tick.astimezone(place).fold == 1:
+                    continue  # the repeated hour: this wall time has run already
+                yield tick
+        except CroniterError:  # no date within croniter's own search
+            return
 
 
 def zone(name: str | None) -> tzinfo:
@@ -92,9 +115,9 @@ def zone(name: str | None) -> tzinfo:
         raise InvalidInput("tz", "must be an IANA time zone name, such as 'Europe/Berlin'")
     try:
         return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
+    except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a folder, a long name
         raise InvalidInput(
-            "tz", f"unknown time zone {name!r}: use an IANA name, such as 'Europe/Berlin'"
+            "tz", f"unknown time zone {name[:60]!r}: use an IANA name, such as 'Europe/Berlin'"
         ) from None
 
 

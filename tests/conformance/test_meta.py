@@ -66,8 +66,9 @@ def test_meta_that_is_not_names_and_text_is_refused_whole(
     with pytest.raises(InvalidInput) as refused:
         store.task_create_many([with_meta(ACME), with_meta(meta)])  # type: ignore[arg-type]
     assert refused.value.field == f"tasks[1].{field}"  # the batch's second task
+    pairs = tuple(meta.items()) if isinstance(meta, dict) else meta
     with pytest.raises(InvalidInput):
-        store.task_list(TaskFilter(meta=meta if isinstance(meta, tuple) else (("k", 1),)))  # type: ignore[arg-type]
+        store.task_list(TaskFilter(meta=pairs))  # type: ignore[arg-type]
     assert store.task_list(limit=10).tasks == []
 
 

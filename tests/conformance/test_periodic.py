@@ -8,13 +8,20 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
 from tenure import App, InvalidInput, Store
-from tenure.maintenance.periodic import Periodic, PeriodicEnqueuer, task_id
+from tenure.maintenance.periodic import (
+    GRACE,
+    MAX_TICKS_PER_STEP,
+    Periodic,
+    PeriodicEnqueuer,
+    task_id,
+)
 from tenure.maintenance.schedules import Schedules
-from tenure.store import ScheduleSpec
+from tenure.store import Schedule, ScheduleSpec
 from tenure.timetable import Timetable
 
 
@@ -80,16 +87,75 @@ def test_ticks_older_than_catch_up_are_skipped(app: App) -> None:
     assert created_ids(store)[0] > task_id(periodic.name, now - timedelta(seconds=601))
 
 
+class Stale:
+    """A store whose schedule list is the one read before: what a scheduler
+    that read it just before another enqueued works from."""
+
+    def __init__(self, store: Store) -> None:
+        self.store, self.listed = store, store.schedule_list()
+
+    def schedule_list(self) -> list[Schedule]:
+        return self.listed
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+
 def test_racing_enqueuers_create_each_tick_once(app: App) -> None:
     store = app.store
     periodic = every(app, 1)
     start = store.clock_now() - timedelta(seconds=30)
     store.schedule_declare([periodic.spec], now=start)
-    racers = [enqueuer(app, periodic) for _ in range(2)]
+    first, second = (enqueuer(app, periodic) for _ in range(2))
+    for racer in (first, second):
+        racer.run_once(store, now=start)  # each has stored the declarations
+    stale = Stale(store)  # the second read the schedule before the first enqueued
     now = store.clock_now()
-    created = sum(racer.run_once(store, now=now) for racer in racers)
+    created = first.run_once(store, now=now)
+    assert second.run_once(stale, now=now) == 0  # type: ignore[arg-type]
     assert created == len(list(periodic.timetable.ticks(start, now))) == len(created_ids(store))
-    assert sum(racer.run_once(store, now=now) for racer in racers) == 0
+
+
+def test_a_tick_whose_task_exists_is_spent_and_the_next_ones_still_enqueued(app: App) -> None:
+    store = app.store
+    periodic = every(app, 60)
+    start = datetime(2030, 1, 1, 12, tzinfo=UTC)
+    store.schedule_declare([periodic.spec], now=start)
+    taken = start + timedelta(minutes=1)  # enqueued by a scheduler of an older version
+    app.lookup("tick").options(id=task_id(periodic.name, taken)).enqueue()
+    created = enqueuer(app, periodic).run_once(store, now=start + timedelta(minutes=5))
+    assert created == 4 and len(created_ids(store)) == 5
+
+
+def test_a_long_gap_is_caught_up_over_several_steps(app: App) -> None:
+    store = app.store
+    periodic = every(app, 1, catch_up=3600)
+    start = datetime(2030, 1, 1, 12, tzinfo=UTC)
+    store.schedule_declare([periodic.spec], now=start)
+    step, now = enqueuer(app, periodic), start + timedelta(seconds=250)
+    assert [step.run_once(store, now=now) for _ in range(4)] == [MAX_TICKS_PER_STEP] * 2 + [50, 0]
+
+
+def test_a_zero_catch_up_still_enqueues_a_tick_a_late_step_finds(app: App) -> None:
+    store = app.store
+    periodic = every(app, 10, catch_up=0)
+    start = datetime(2030, 1, 1, 12, tzinfo=UTC)
+    store.schedule_declare([periodic.spec], now=start)
+    step = enqueuer(app, periodic)
+    # The step after the tick comes 25 s late: within the grace, it is enqueued.
+    assert step.run_once(store, now=start + timedelta(seconds=35)) == 3
+    # After an hour away, only the last minute's ticks are.
+    later = start + timedelta(hours=1, seconds=35)
+    assert step.run_once(store, now=later) == int(GRACE // 10)
+
+
+def test_a_schedule_that_no_longer_fits_its_task_leaves_the_others_running(app: App) -> None:
+    store = app.store
+    start = store.clock_now() - timedelta(minutes=3)
+    store.schedule_add(ScheduleSpec("misfit", "tick", 60, args=(1, 2, 3)), now=start)
+    store.schedule_add(ScheduleSpec("fine", "tick", 60), now=start)
+    assert enqueuer(app).run_once(store) == 3
+    assert all(t.id.startswith("periodic:fine:") for t in store.task_list(limit=10).tasks)
 
 
 def test_a_paused_schedule_waits_and_resumes_from_then(app: App) -> None:
@@ -198,3 +264,22 @@ def test_interval_ticks_are_aligned_and_described() -> None:
     assert described == ["every 30 s", "every 90 s", "every 5 min", "every 2 h", "every 1 d"]
     assert Timetable("0 9 * * 1-5", "Europe/Berlin").describe() == "0 9 * * 1-5 (Europe/Berlin)"
     assert Timetable("0 9 29 2 *").next_tick(start) is None  # 29 February 2032: too far
+
+
+def test_cron_names_are_read_and_dates_that_never_come_refused() -> None:
+    start = datetime(2030, 1, 1, 10, tzinfo=UTC)
+    assert Timetable("@daily").next_tick(start) == datetime(2030, 1, 2, tzinfo=UTC)
+    assert Timetable("@hourly", "Asia/Kolkata").next_tick(start) == start.replace(minute=30)
+    for never in ("0 0 30 2 *", "@reboot"):
+        with pytest.raises(InvalidInput, match="schedule"):
+            Timetable(never)
+    for zone in ("America", "x" * 300, "../etc/passwd"):
+        with pytest.raises(InvalidInput, match="tz"):
+            Timetable("0 9 * * *", zone)
+
+
+def test_an_hour_field_that_begins_with_a_star_keeps_real_time_on_the_repeated_hour() -> None:
+    start = datetime(2026, 10, 24, 23, 30, tzinfo=UTC)  # Berlin goes back at 01:00 UTC
+    hourly = Timetable("30 */1 * * *", "Europe/Berlin")
+    ticks = [f"{t:%H:%M}" for t in hourly.ticks(start, start + timedelta(hours=4))]
+    assert ticks == ["00:30", "01:30", "02:30", "03:30"]  # 02:30 local twice: both run

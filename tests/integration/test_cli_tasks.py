@@ -255,8 +255,31 @@ def test_periodic_schedules_are_added_paused_edited_and_removed(
     assert main(["periodic", "--url", store_url]) == 0
     listed = capsys.readouterr().out
     assert "sums" in listed and "0 9 * * 1-5 (Europe/Berlin)" in listed and "run time" in listed
+    # An interval for a cron schedule with a zone: the zone goes with the cron.
+    assert main([*edited, "--schedule", "30s"]) == 0
+    shown = out_json(capsys)
+    assert (shown["every"], shown["cron"], shown["tz"]) == (30.0, None, None)
     assert main(["periodic", "remove", "sums", "--url", store_url]) == 0
     assert store.schedule_list() == []
+
+
+def test_a_schedule_from_code_is_removed_only_knowing_the_code(
+    store: Store, store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    app = ["--app", "tests.apps.periodic:app"]
+    # Paused before any scheduler stored it: stored then, and paused.
+    assert (
+        main(["periodic", *app, "pause", "tests.apps.periodic.every_second", "--url", store_url])
+        == 0
+    )
+    [stored] = store.schedule_list()
+    assert stored.origin == "code" and stored.paused
+    capsys.readouterr()
+    assert main(["periodic", "remove", stored.name, "--url", store_url]) == 2
+    assert "--app" in capsys.readouterr().err
+    assert main(["periodic", "remove", stored.name, "--url", store_url, *app]) == 2
+    assert "declared in code" in capsys.readouterr().err
+    assert [s.name for s in store.schedule_list()] == [stored.name]
 
 
 @pytest.mark.parametrize(

@@ -368,14 +368,16 @@ def test_without_a_token_only_loopback_host_names_are_answered(
         assert (status == 200) is answered, (host, status)
 
 
-def test_a_task_whose_id_holds_a_slash_or_markup_has_its_page_and_actions(
+def test_a_task_whose_id_holds_markup_or_url_characters_has_its_page_and_actions(
     app: App, browser: TestClient
 ) -> None:
     notify = app.lookup("notify")
-    for chosen in ["invoices/2026/11", "a?b#c d&e", SCRIPT]:
+    markup = "<b onmouseover=alert(1)>x</b>".replace("/", "")  # an id holds no slash
+    for chosen in ["a?b#c d&e", "100%;.x", markup]:
         task = notify.options(id=chosen, group_id=SCRIPT).enqueue(7)
         listing = browser.get("/tasks", params={"group": SCRIPT})
         assert SCRIPT not in listing.text
+        assert markup not in listing.text
         link = re.search(r'<a class="mono" href="(/tasks/[^"]+)">', listing.text)
         assert link
         page = browser.get(link.group(1).replace("&amp;", "&"))

@@ -34,7 +34,6 @@ from tenure.cli import serve as cli_serve
 from tenure.errors import ConfigError, StoreError
 from tenure.http import create_app
 from tenure.http import routes as routes_module
-from tenure.http import surface as surface_module
 from tenure.store.types import WorkerInfo
 from tests.apps.api import make_app, seed
 from tests.conformance.support import reach
@@ -645,6 +644,8 @@ def test_bulk_retry_and_cancel_by_ids_or_filter_bounded_with_a_dry_run(
         ({"filter": {"colour": "red"}}, "filter.colour"),
         ({"ids": ["x"] * 1001}, "ids"),
         ({"filter": {}}, "filter"),
+        ({"filter": {"meta": {}, "topic": None}}, "filter"),
+        ({"filter": {"status": "failed"}}, "filter"),  # 3 match, over a limit of 2
     ],
 )
 def test_a_bulk_change_that_is_unclear_or_too_large_changes_nothing(
@@ -652,7 +653,8 @@ def test_a_bulk_change_that_is_unclear_or_too_large_changes_nothing(
 ) -> None:
     for _ in range(3):
         reach(app.store, Status.FAILED)
-    with patch.object(surface_module, "MAX_BULK", 2), patch.object(routes_module, "MAX_BULK", 2):
+    limit = 2 if body.get("filter") else routes_module.MAX_BULK  # empty filters: the real one
+    with patch.object(routes_module, "MAX_BULK", limit):
         refused = client.post("/api/tasks/retry", json=body)
     assert refused.status_code == 422 and refused.json()["error"]["field"] == field
     assert {t.status for t in app.store.task_list(limit=10).tasks} == {Status.FAILED}

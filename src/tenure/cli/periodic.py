@@ -14,13 +14,14 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from tenure.app import load_app
+from tenure.app import App, load_app
 from tenure.cli.output import console, note, print_json
 from tenure.cli.parsing import duration, json_value, open_existing
+from tenure.errors import InvalidInput
 from tenure.maintenance.periodic import Periodic, PeriodicState, periodic_states
 from tenure.maintenance.schedules import UNSET, Schedules, schedule_json
 from tenure.registry import Registry
-from tenure.store import open_store
+from tenure.store import Store
 from tenure.store.schedules import DEFAULT_CATCH_UP
 
 
@@ -40,7 +41,7 @@ def add(
     )
     periodic.add_argument("--app", help="module:attribute of your App: shows its declared too")
     periodic.add_argument("--json", action="store_true", help="print JSON")
-    periodic.set_defaults(run=None, serve=_list, app_given=None)
+    periodic.set_defaults(run=None, serve=_list)
     actions = periodic.add_subparsers(metavar="ACTION")
 
     def action(name: str, helptext: str) -> argparse.ArgumentParser:
@@ -49,10 +50,15 @@ def add(
             parents=[url_too], formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         )  # fmt: skip
         parser.add_argument("name", help="the schedule's name")
+        # SUPPRESS: given before the action (tenure periodic --app m:app pause x), it stays.
         parser.add_argument(
-            "--app", required=name == "add", help="module:attribute of your App: checks the task"
-        )
-        parser.add_argument("--json", action="store_true", help="print the schedule as JSON")
+            "--app", required=name == "add", default=argparse.SUPPRESS,
+            help="module:attribute of your App: checks the task (and its store's URL)",
+        )  # fmt: skip
+        parser.add_argument(
+            "--json", action="store_true", default=argparse.SUPPRESS,
+            help="print the schedule as JSON",
+        )  # fmt: skip
         parser.set_defaults(serve=_change, action=name)
         return parser
 
@@ -88,9 +94,9 @@ def _schedule(text: str) -> str | float:
 
 
 def _list(args: argparse.Namespace) -> int:
-    periodics = [] if args.app is None else load_app(args.app).periodics
-    with open_existing(args.url) as store:
-        states = periodic_states(periodics, store)
+    app = None if args.app is None else load_app(args.app)
+    with open_existing(_url(args, app)) as store:
+        states = periodic_states(None if app is None else app.periodics, store)
     if args.json:
         print_json([schedule_json(state) for state in states])
         return 0
@@ -101,7 +107,7 @@ def _list(args: argparse.Namespace) -> int:
     for state in states:
         spec = state.spec
         origin = "code" if state.origin == "code" else "run time"
-        if state.origin == "code" and not state.declared:
+        if state.declared is False:
             origin = "code (not declared)"
         upcoming = "paused" if state.paused else _when(state.next_tick)
         cells = (spec.name, spec.timetable.describe(), spec.task, origin, upcoming)
@@ -146,11 +152,30 @@ def _apply(schedules: Schedules, args: argparse.Namespace) -> PeriodicState | No
 
 @contextmanager
 def _schedules(args: argparse.Namespace) -> Iterator[Schedules]:
-    app = None if getattr(args, "app", None) is None else load_app(args.app)
-    with open_store(args.url) if args.action == "add" else open_existing(args.url) as store:
+    app = None if args.app is None else load_app(args.app)
+    with open_existing(_url(args, app)) as store:
+        if app is None:
+            _refuse_without_app(args, store)
         registry = app.registry if app is not None else Registry()
         periodics: list[Periodic] = app.periodics if app is not None else []
         yield Schedules(lambda: store, registry, periodics)
+
+
+def _url(args: argparse.Namespace, app: App | None) -> str | None:
+    """The store: ``--url``, else the App's, else the default."""
+    return args.url or (None if app is None else app.url)
+
+
+def _refuse_without_app(args: argparse.Namespace, store: Store) -> None:
+    """What needs the App to be done right: checking a task and its arguments,
+    and knowing whether the code still declares a schedule stored from it."""
+    if args.action == "edit" and any(v is not None for v in (args.task, args.args, args.kwargs)):
+        raise InvalidInput("--app", "is needed to check the task and its arguments")
+    found = store.schedule_get(args.name) if args.action == "remove" else None
+    if found is not None and found.origin == "code":
+        raise InvalidInput(
+            "--app", f"{args.name!r} was declared in code: give --app, to tell whether it still is"
+        )
 
 
 def _summary(state: PeriodicState) -> str:

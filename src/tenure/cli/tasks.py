@@ -116,6 +116,17 @@ def _meta_option(parser: argparse.ArgumentParser, meaning: str) -> None:
     )
 
 
+def _meta_pairs(given: list[tuple[str, str]] | None) -> tuple[tuple[str, str], ...] | None:
+    """The ``--meta`` pairs, each name once."""
+    if not given:
+        return None
+    names = [name for name, _ in given]
+    twice = next((name for name in names if names.count(name) > 1), None)
+    if twice is not None:
+        raise InvalidInput("--meta", f"{twice!r} is given twice; a task holds one value per name")
+    return tuple(given)
+
+
 def _pair(text: str) -> tuple[str, str]:
     name, equals, value = text.partition("=")
     if not equals or not name:
@@ -140,7 +151,7 @@ def _filters(args: argparse.Namespace) -> TaskFilter:
         created_from=args.since,
         created_to=args.before,
         text=args.text,
-        meta=tuple(args.meta) if args.meta else None,
+        meta=_meta_pairs(args.meta),
     )
 
 
@@ -174,7 +185,7 @@ def _new_task(args: argparse.Namespace, store: Store) -> NewTask:
         "group_id": args.group,
         "sub_topic": args.sub_topic,
         "description": args.description,
-        "meta": dict(args.meta) if args.meta else None,
+        "meta": None if args.meta is None else dict(_meta_pairs(args.meta) or ()),
     }
     if args.app is None:  # an operator's task: name and topic as given
         return NewTask(

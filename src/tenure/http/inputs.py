@@ -30,9 +30,8 @@ from tenure.errors import InvalidInput
 from tenure.http.schemas import Schema
 from tenure.store.schedules import check_name
 from tenure.store.types import TaskFilter
-from tenure.store.validate import MAX_DESCRIPTION_LENGTH
+from tenure.store.validate import MAX_DESCRIPTION_LENGTH, task_id
 from tenure.store.validate import meta as validate_meta
-from tenure.store.validate import task_id
 from tenure.store.validate import meta_pairs as validate_meta_pairs
 
 Reader = Callable[[Any, str], Any]
@@ -279,8 +278,14 @@ def meta_filter(value: object, field: str) -> tuple[tuple[str, str], ...] | None
     return validate_meta_pairs(json_object(value, field), field)
 
 
+MAX_META_QUERY = 16_384
+"""Characters of a meta filter in a query string: 32 pairs of 200-character
+names and values, with room for escapes."""
+
+
 def meta_query(value: str, field: str) -> tuple[tuple[str, str], ...] | None:
     """A meta filter in a query string: a JSON object of text values."""
+    text(value, field, max_length=MAX_META_QUERY)
     try:
         parsed = json.loads(value, parse_constant=_refuse_constant)
     except ValueError:

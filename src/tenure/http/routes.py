@@ -135,13 +135,20 @@ class Api(ScheduleRoutes):
     async def cancel_task(self, request: Request, values: Values) -> Response:
         return reply(task_json(await self._work(lambda admin: admin.cancel(values["id"]))))
 
-    async def change_tasks(self, request: Request, values: Values) -> Response:
+    async def retry_tasks(self, request: Request, values: Values) -> Response:
+        return await self._change_tasks(request, "retry")
+
+    async def cancel_tasks(self, request: Request, values: Values) -> Response:
+        return await self._change_tasks(request, "cancel")
+
+    async def _change_tasks(self, request: Request, action: str) -> Response:
         """``POST /api/tasks/retry`` or ``/cancel``: the tasks of ``ids``, or
         those a ``filter`` matches (refused whole past :data:`MAX_BULK`)."""
-        action = request.url.path.rsplit("/", 1)[-1]
         given = inputs.body_fields(await inputs.json_body(request, BULK_BYTES), BULK_FIELDS)
         if ("ids" in given) == ("filter" in given):
             raise InvalidInput("ids", "give the tasks' ids, or a filter, and not both")
+        if "filter" in given and not given["filter"]:
+            raise InvalidInput("filter", "give at least one filter: none would match every task")
         dry_run = given.get("dry_run", False)
 
         def change(admin: TaskAdmin) -> dict[str, Any]:

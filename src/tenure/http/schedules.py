@@ -65,7 +65,6 @@ class ScheduleRoutes:
         paused, timing = given.pop("paused", None), _timing(given)
         if timing is not UNSET:
             given["schedule"] = timing
-            given.setdefault("tz", None if isinstance(timing, float) else UNSET)
 
         def edit(schedules: Schedules) -> PeriodicState:
             changed = {key: value for key, value in given.items() if value is not UNSET}

@@ -38,9 +38,7 @@ TASK_ID = Kind({"type": "string", "minLength": 1, "maxLength": MAX_NAME_LENGTH},
 reader still enforces: a NUL cannot reach a path unencoded, and the pattern on a
 path parameter leaves schema-driven clients (schemathesis) unable to generate
 any value at all."""
-NEW_ID = Kind(
-    text(pattern="^(?!\\.\\.?$)[^/\\u0000-\\u001f\\u007f-\\u009f]*$"), inputs.new_id
-)
+NEW_ID = Kind(text(pattern="^(?!\\.\\.?$)[^/\\u0000-\\u001f\\u007f-\\u009f]*$"), inputs.new_id)
 """A task id a client chooses: one segment of a URL (no ``/``, no control
 character, neither ``.`` nor ``..``)."""
 META = Kind(
@@ -50,7 +48,7 @@ META = Kind(
 """A task's meta: names and values, both text."""
 META_FILTER = Kind(META.schema, inputs.meta_filter)
 """A filter on meta in a body: the pairs a task's meta must hold."""
-META_QUERY = Kind(text(max_length=MAX_META * 420), inputs.meta_query)
+META_QUERY = Kind(text(max_length=inputs.MAX_META_QUERY), inputs.meta_query)
 """A filter on meta in a query string: a JSON object, ``{"customer":"c-42"}``."""
 
 
@@ -229,7 +227,7 @@ def _bulk(action: str, verb: str, does: str) -> Operation:
         f"/api/tasks/{action}",
         id=f"{action}Tasks",
         summary=f"{verb} the tasks of ids or of a filter (at most {MAX_BULK}): {does}",
-        handler="change_tasks",
+        handler=f"{action}_tasks",
         body=ref("BulkChange"),
         answer="What was changed, and what was refused and why",
         returns=ref("BulkResult"),

@@ -22,13 +22,14 @@ Ticks are computed on the store's clock, which all schedulers share.
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from tenure.errors import InvalidInput
+from tenure.errors import InvalidInput, StoreError
 from tenure.store import Store
 from tenure.store.schedules import DEFAULT_CATCH_UP, Origin, Schedule, ScheduleSpec, check_spec
 from tenure.timetable import Timetable
@@ -79,17 +80,28 @@ def task_id(name: str, tick: datetime) -> str:
     return f"periodic:{name}:{tick.astimezone(UTC).isoformat(timespec='seconds')}"
 
 
+GRACE = 60.0
+"""Seconds back a step always enqueues ticks, whatever a schedule's
+``catch_up`` says: a step that comes late (a slow cycle, a short failover)
+still enqueues the tick that just fell."""
+
+MAX_TICKS_PER_STEP = 100
+"""Most ticks of one schedule one step enqueues: a long gap is caught up over
+several steps, and supervision and the other schedules run in between."""
+
+
 @dataclass(frozen=True)
 class PeriodicState:
     """Where a schedule stands, as ``tenure periodic`` and the dashboard show
     it: its next tick (``None`` while paused, or none within 400 days), and
     the newest tick it enqueued, with its task's id (``None`` if none yet).
     ``declared`` is false for a schedule stored from code that this App no
-    longer declares (it is not enqueued)."""
+    longer declares (it is not enqueued), and ``None`` when that is unknown
+    (no App was given)."""
 
     spec: ScheduleSpec
     origin: Origin
-    declared: bool
+    declared: bool | None
     paused: bool
     next_tick: datetime | None
     last_tick: datetime | None
@@ -100,30 +112,48 @@ class PeriodicState:
         return self.spec.name
 
 
-def periodic_states(periodics: list[Periodic], store: Store) -> list[PeriodicState]:
+def periodic_states(periodics: list[Periodic] | None, store: Store) -> list[PeriodicState]:
     """The state of every schedule, stored or declared by ``periodics``, by
-    name, on the store's clock."""
+    name, on the store's clock (``periodics`` ``None``: the App is unknown)."""
     now = store.clock_now()
-    declared = {p.name: p for p in periodics}
+    declared = {p.name for p in periodics or ()}
     states = [
-        state_of(s, s.name in declared or s.origin == "store", now) for s in store.schedule_list()
+        state_of(s, _declared(s, declared if periodics is not None else None), now)
+        for s in store.schedule_list()
     ]
     stored = {state.name for state in states}
-    for periodic in periodics:
+    for periodic in periodics or ():
         if periodic.name not in stored:  # not stored until a scheduler has led
             nxt = periodic.timetable.next_tick(now)
             states.append(PeriodicState(periodic.spec, "code", True, False, nxt, None, None))
     return sorted(states, key=lambda state: state.name)
 
 
-def state_of(schedule: Schedule, declared: bool, now: datetime) -> PeriodicState:
-    """What ``schedule`` stands as, at ``now``."""
-    ran = schedule.last_task_id is not None
+def _declared(schedule: Schedule, names: set[str] | None) -> bool | None:
+    if schedule.origin == "store":
+        return True
+    return None if names is None else schedule.name in names
+
+
+def state_of(schedule: Schedule, declared: bool | None, now: datetime) -> PeriodicState:
+    """What ``schedule`` stands as, at ``now``. Its last enqueued tick is read
+    from its last task's id, which names it: the stored last tick also moves
+    on a resume or a new timing, without a task."""
+    last = schedule.last_task_id
     upcoming = None if schedule.paused else schedule.spec.timetable.next_tick(now)
     return PeriodicState(
         schedule.spec, schedule.origin, declared, schedule.paused, upcoming,
-        schedule.last_tick if ran else None, schedule.last_task_id,
+        None if last is None else tick_of(last), last,
     )  # fmt: skip
+
+
+def tick_of(periodic_task_id: str) -> datetime | None:
+    """The tick a periodic task was enqueued for: its id ends with it, as
+    :func:`task_id` writes it (``2026-01-01T02:00:00+00:00``, 25 characters)."""
+    try:
+        return datetime.fromisoformat(periodic_task_id[-25:])
+    except ValueError:
+        return None
 
 
 class PeriodicEnqueuer:
@@ -139,8 +169,10 @@ class PeriodicEnqueuer:
         self._told: set[tuple[str, str]] = set()
 
     def reset(self) -> None:
-        """A new term of leadership: store the declared schedules again."""
+        """A new term of leadership: store the declared schedules again (and
+        say again what is wrong with any)."""
         self._declared = False
+        self._told.clear()
 
     def run_once(self, store: Store, *, now: datetime | None = None) -> int:
         """Enqueue the ticks due by ``now`` (the store's clock by default);
@@ -161,10 +193,11 @@ class PeriodicEnqueuer:
                 continue
             try:
                 created += self._catch_up(store, schedule, function, now)
-            except InvalidInput as exc:  # its arguments no longer fit the task
-                self._tell(
-                    schedule.name, "refused", "schedule %s not enqueued: %s", schedule.name, exc
-                )
+            except StoreError:
+                raise  # the step fails, and is tried again next cycle
+            except Exception as exc:  # one bad schedule must not stop the others
+                self._tell(schedule.name, f"refused {type(exc).__name__}",
+                           "schedule %s not enqueued: %s", schedule.name, exc)  # fmt: skip
         return created
 
     def _function(self, schedule: Schedule) -> TaskFunction[Any, Any] | None:
@@ -188,20 +221,22 @@ class PeriodicEnqueuer:
         self, store: Store, schedule: Schedule, function: TaskFunction[Any, Any], now: datetime
     ) -> int:
         spec = schedule.spec
-        since = max(schedule.last_tick, now - timedelta(seconds=spec.catch_up))
+        back = timedelta(seconds=max(spec.catch_up, GRACE))
+        since = max(schedule.last_tick, now - back)
         first = spec.timetable.next_tick(schedule.last_tick)
         if first is not None and first <= since:
-            self._tell(spec.name, f"skip {schedule.last_tick}",
+            self._tell(spec.name, "skip",
                        "periodic %s: ticks from %s to %s skipped (older than catch_up, %s s)",
                        spec.name, schedule.last_tick.isoformat(), since.isoformat(),
                        spec.catch_up)  # fmt: skip
         created = 0
-        for tick in spec.timetable.ticks(since, now):
+        for tick in itertools.islice(spec.timetable.ticks(since, now), MAX_TICKS_PER_STEP):
             new = replace(function.new_task(spec.args, spec.kwargs), id=task_id(spec.name, tick))
-            if store.schedule_tick(spec.name, tick, new) is None:
-                break  # paused, removed, or another scheduler got there first
-            log.info("periodic %s enqueued for %s", spec.name, tick.isoformat())
-            created += 1
+            # None: paused, removed, taken by another scheduler, or spent on a
+            # task that exists; the compare-and-set refuses the rest alike.
+            if store.schedule_tick(spec.name, tick, new) is not None:
+                log.info("periodic %s enqueued for %s", spec.name, tick.isoformat())
+                created += 1
         return created
 
     def _tell(self, name: str, what: str, message: str, *args: object) -> None:

@@ -62,8 +62,8 @@ class Schedules:
     ) -> PeriodicState:
         """Enqueue ``task`` (a registered task or its name) with ``args`` and
         ``kwargs`` on ``schedule``: a cron expression read in ``tz`` or an
-        interval in seconds. It starts from now; ``ScheduleExists`` if the name
-        is taken (in code or at run time)."""
+        interval in seconds. It starts from now. ``ScheduleExists`` if the name
+        is taken in the store; ``InvalidInput`` if this App declares it in code."""
         if any(p.name == name for p in self._periodics):
             raise InvalidInput("name", f"{name!r} is declared in code with @app.periodic")
         spec = ScheduleSpec(name, _name_of(task), schedule, tz, tuple(args), kwargs or {}, catch_up)
@@ -81,8 +81,11 @@ class Schedules:
         catch_up: float = UNSET,
     ) -> PeriodicState:
         """Change what a schedule added at run time enqueues, or when; a new
-        timing starts from now. Fields not given stay as they are."""
+        timing starts from now. Fields not given stay as they are, but the
+        zone of a schedule given an interval, which has none."""
         current = self._added(name)
+        if tz is UNSET and schedule is not UNSET and not isinstance(schedule, str):
+            tz = None
         changes = {"task": task if task is UNSET else _name_of(task), "schedule": schedule,
                    "tz": tz, "args": args if args is UNSET else tuple(args),
                    "kwargs": kwargs, "catch_up": catch_up}  # fmt: skip

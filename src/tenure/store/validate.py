@@ -245,7 +245,11 @@ def meta_pairs(value: object, field: str = "meta") -> tuple[tuple[str, str], ...
     """A filter's meta: the (name, value) pairs a task's meta must all hold."""
     if value is None:
         return None
-    pairs = meta(dict(value) if isinstance(value, tuple | list) else value, field)
+    if isinstance(value, tuple | list):
+        if not all(isinstance(pair, tuple | list) and len(pair) == 2 for pair in value):
+            raise InvalidInput(field, "must be (name, value) pairs")
+        value = dict(value)
+    pairs = meta(value, field)
     return None if pairs is None else tuple(pairs.items())
 
 

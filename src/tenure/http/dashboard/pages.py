@@ -82,10 +82,10 @@ def _meta_pair(given: str | None) -> tuple[tuple[str, str], ...] | None:
     """The meta filter's ``name=value``, as the one pair a task's meta must hold."""
     if given is None:
         return None
-    name, equals, value = given.partition("=")
-    if not equals or not name.strip():
+    name, equals, value = given.partition("=")  # as tenure tasks --meta reads it
+    if not equals or not name:
         raise InvalidInput("meta", "name=value, such as customer=c-42")
-    return ((name.strip(), value.strip()),)
+    return ((name, value),)
 
 
 def tasks(app: App, wanted: Listing) -> Context:

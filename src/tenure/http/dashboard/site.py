@@ -29,7 +29,7 @@ from starlette.templating import Jinja2Templates
 
 from tenure.admin import TaskAdmin
 from tenure.app import App
-from tenure.errors import ScheduleNotFound
+from tenure.errors import InvalidInput, ScheduleNotFound
 from tenure.events import Events
 from tenure.http.dashboard import actions, pages, views
 from tenure.http.dashboard.actions import ACTIONS, Outcome, read_form
@@ -252,6 +252,8 @@ class Site:
             )
         except ScheduleNotFound as missing:
             return self.error_page(request, 404, f"{missing}.")
+        except InvalidInput as refused:
+            return self.error_page(request, 400, f"{refused}.")
         return RedirectResponse(f"{root(request)}/periodic", 303)
 
     async def bulk(self, request: Request) -> Response:

@@ -1275,7 +1275,7 @@ VALUES (%(name)s::text, 'store', %(task)s::text, %(cron)s::text, %(every)s::floa
 ON CONFLICT (name) DO NOTHING
 RETURNING *;
 
--- A new spec for a stored schedule; a new timing starts again from now.
+-- A new spec for a schedule added at run time; a new timing starts again from now.
 -- name: schedule_replace
 UPDATE {schema}.schedules AS s SET
     task = %(task)s::text, cron = %(cron)s::text, every = %(every)s::float8,
@@ -1286,7 +1286,7 @@ UPDATE {schema}.schedules AS s SET
                      THEN s.last_tick
                      ELSE GREATEST(s.last_tick, COALESCE(%(now)s::timestamptz, now())) END,
     updated_at = COALESCE(%(now)s::timestamptz, now())
-WHERE s.name = %(name)s::text
+WHERE s.name = %(name)s::text AND s.origin = 'store'
 RETURNING *;
 
 -- Pause (keeping the first pause's time), or resume from now: the ticks a

@@ -58,7 +58,7 @@ class PostgresSchedules:
 
     @contextmanager
     def _schedule_advance(
-        self, name: str, tick: datetime, task_id: str | None, now: datetime | None
+        self, name: str, tick: datetime, task_id: str | None
     ) -> Iterator[Connection | None]:
         params = {"name": name, "tick": tick, "task_id": task_id}
         with self._connection() as conn, conn.transaction():

@@ -840,7 +840,7 @@ VALUES (:name, 'store', :task, :cron, :every, :tz, :args, :kwargs, :catch_up, :n
 ON CONFLICT (name) DO NOTHING
 RETURNING *;
 
--- A new spec for a stored schedule; a new timing starts again from now.
+-- A new spec for a schedule added at run time; a new timing starts again from now.
 -- name: schedule_replace
 UPDATE tenure_schedules AS s SET
     task = :task, cron = :cron, every = :every, tz = :tz, args = :args,
@@ -848,7 +848,7 @@ UPDATE tenure_schedules AS s SET
     last_tick = CASE WHEN (s.cron, s.every, s.tz) IS (:cron, :every, :tz)
                      THEN s.last_tick ELSE max(s.last_tick, :now) END,
     updated_at = :now
-WHERE s.name = :name
+WHERE s.name = :name AND s.origin = 'store'
 RETURNING *;
 
 -- Pause (keeping the first pause's time), or resume from now: the ticks a

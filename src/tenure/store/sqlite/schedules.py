@@ -62,7 +62,7 @@ class SQLiteSchedules:
 
     @contextmanager
     def _schedule_advance(
-        self, name: str, tick: datetime, task_id: str | None, now: datetime | None
+        self, name: str, tick: datetime, task_id: str | None
     ) -> Iterator[sqlite3.Connection | None]:
         params = {"name": name, "tick": to_epoch(tick), "task_id": task_id}
         with self._write() as conn:
