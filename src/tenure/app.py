@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, Unpack, overload
 from tenure import workflows
 from tenure.admin import TaskAdmin
 from tenure.checks import seconds as check_seconds
+from tenure.declaration import Declaration, declare
 from tenure.errors import ConfigError
 from tenure.events import Events
 from tenure.flowhandles import GroupHandle
-from tenure.function import Declaration, TaskFunction, declare
+from tenure.function import TaskFunction
 from tenure.handle import TaskHandle
 from tenure.hooks import Hook, HookKind, Hooks, Middleware
 from tenure.ids import default_owner
@@ -182,8 +183,8 @@ class App:
     ) -> TaskFunction[Any, Any] | Callable[[Callable[P, R]], TaskFunction[P, R]]:
         """Declare a task: ``@app.task`` or ``@app.task(topic=..., retries=...)``.
 
-        The keywords are the fields of :class:`~tenure.function.TaskConfig`, with
-        its defaults (:class:`~tenure.function.Declaration` types them). The name
+        The keywords are the fields of :class:`~tenure.declaration.TaskConfig`, with
+        its defaults (:class:`~tenure.declaration.Declaration` types them). The name
         defaults to the function's module and qualified name; workers find the
         function by it.
         """

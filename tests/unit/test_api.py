@@ -118,7 +118,7 @@ def test_retry_on_takes_one_class_or_a_tuple_and_refuses_anything_else(
     assert one.config.retry_on == (ConnectionError,)
     assert one.config.retries_on(ConnectionResetError)  # a subclass
     assert not one.config.retries_on(ValueError)
-    assert tenure.function.TaskConfig(name="any").retries_on(ValueError)  # None: every one
+    assert tenure.declaration.TaskConfig(name="any").retries_on(ValueError)  # None: every one
     for bad in ([ConnectionError], (ConnectionError, "ValueError"), (int,)):
         with pytest.raises(InvalidInput, match="retry_on"):
             app.task(name="bad", retry_on=bad)(lambda: None)  # type: ignore[call-overload]
@@ -127,15 +127,15 @@ def test_retry_on_takes_one_class_or_a_tuple_and_refuses_anything_else(
 def test_the_declarations_keywords_are_the_task_configs_fields(app: tenure.App) -> None:
     """One declaration of what @app.task takes: a field added to TaskConfig is
     a keyword of app.task, and the defaults are TaskConfig's own."""
-    fields = set(tenure.function.TaskConfig.__dataclass_fields__)
-    assert set(tenure.function.Declaration.__annotations__) == fields
+    fields = set(tenure.declaration.TaskConfig.__dataclass_fields__)
+    assert set(tenure.declaration.Declaration.__annotations__) == fields
     assert declare(app).config.tags == frozenset({"gpu"})
 
     @app.task
     def bare() -> None: ...
 
     where = f"{__name__}.test_the_declarations_keywords_are_the_task_configs_fields.<locals>"
-    assert bare.config == tenure.function.TaskConfig(name=f"{where}.bare")
+    assert bare.config == tenure.declaration.TaskConfig(name=f"{where}.bare")
 
 
 def _finish_from_another_thread(app: tenure.App, outcome: str) -> threading.Thread:
