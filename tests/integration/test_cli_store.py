@@ -83,3 +83,10 @@ def test_a_worker_given_a_wrong_database_exits_with_one_line(postgres_url: str) 
     where = f"{server.hostname}:{server.port or 5432}"
     assert errors == [f'error: PostgreSQL at {where} has no database "no_such_db"']
     assert not any("Traceback" in line for line in worker.lines)
+
+
+def test_tenure_alone_prints_the_help_in_plain_words(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 0
+    shown = capsys.readouterr().out
+    assert shown.startswith("usage: tenure") and "a durable task queue" in shown
+    assert "``" not in shown  # plain text, not the reference's reStructuredText

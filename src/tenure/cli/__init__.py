@@ -61,10 +61,26 @@ def _suggestion(message: str) -> str | None:
     return f"did you mean {close[0]!r}?" if close else None
 
 
+DESCRIPTION = (
+    "tenure: a durable task queue. Run workers and the scheduler, serve the "
+    "dashboard and the HTTP API, and look at and steer the tasks of a store. "
+    "Every command takes --url (else $TENURE_URL, else url in [tool.tenure] of "
+    "pyproject.toml, else sqlite:///tenure.db)."
+)
+"""The top of ``tenure --help``: plain text, whole (the module's docstring is
+for the reference, in reStructuredText)."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the process exit code."""
+    """Run the command line; returns the process exit code. ``tenure`` alone
+    prints the help."""
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser()
+    if not arguments:
+        parser.print_help()
+        return 0
     try:
-        return _dispatch(build_parser().parse_args(argv))
+        return _dispatch(parser.parse_args(arguments))
     except SystemExit as exc:  # argparse: --help and --version (0), a mistake (2)
         return exc.code if isinstance(exc.code, int) else 0 if exc.code is None else USAGE
     except TenureError as exc:
@@ -99,7 +115,7 @@ def build_parser(*, layered: bool = True) -> Parser:
     false (the reference shows the built-in defaults)."""
     parser = Parser(
         prog="tenure",
-        description=(__doc__ or "").splitlines()[0],
+        description=DESCRIPTION,
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"tenure {__version__}")
