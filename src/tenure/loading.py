@@ -49,11 +49,30 @@ def find(path: str, kind: type[T], what: str = "tenure.App") -> T:
     module_name, _, attribute = path.partition(":")
     if not module_name or path.count(":") > 1:
         raise ConfigError(f"--app must be 'module:attribute' (like tasks:app), got {path!r}")
-    module = _import(module_name)
+    try:
+        module = _import(module_name)
+    except ConfigError as missing:
+        dotted = _dotted(path, kind)
+        if dotted is None or isinstance(missing, AppImportError):
+            raise
+        raise ConfigError(f"{missing}; did you mean {dotted}?") from None
     found = getattr(module, attribute or "app", None)
     if not isinstance(found, kind):
         raise ConfigError(_not_found(module, attribute or "app", kind, what))
     return found
+
+
+def _dotted(path: str, kind: type) -> str | None:
+    """``tasks:app`` for ``tasks.app`` written with a dot, when that one names a
+    ``kind``: the colon is easy to miss."""
+    if ":" in path or "." not in path:
+        return None
+    module_name, _, attribute = path.rpartition(".")
+    try:
+        found = getattr(_import(module_name), attribute, None)
+    except ConfigError:
+        return None
+    return f"{module_name}:{attribute}" if isinstance(found, kind) else None
 
 
 def load_registry(path: str) -> Registry:

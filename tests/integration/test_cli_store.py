@@ -90,3 +90,14 @@ def test_tenure_alone_prints_the_help_in_plain_words(capsys: pytest.CaptureFixtu
     shown = capsys.readouterr().out
     assert shown.startswith("usage: tenure") and "a durable task queue" in shown
     assert "``" not in shown  # plain text, not the reference's reStructuredText
+
+
+def test_an_app_written_with_a_dot_for_the_colon_is_pointed_at(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'never.db'}"
+    assert main(["periodic", "--app", "tests.apps.periodic.app", "--url", url]) == 2
+    err = capsys.readouterr().err
+    assert "did you mean tests.apps.periodic:app?" in err and "Traceback" not in err
+    assert main(["periodic", "--app", "tests.apps.periodic.nothing", "--url", url]) == 2
+    assert "did you mean" not in capsys.readouterr().err
