@@ -114,7 +114,7 @@ def test_tasks_and_cancel_take_a_text_of_the_description(
     assert main(["tasks", "--url", store_url, "--json", "--text", "report"]) == 0
     assert [t["id"] for t in out_json(capsys)["tasks"]] == ["d-0"]
     assert main(["cancel", "--url", store_url, "--text", "50%", "--yes"]) == 0
-    assert "cancelled 1 tasks" in capsys.readouterr().out
+    assert re.search(r"cancelled 1 task\b", capsys.readouterr().out)  # not "1 tasks"
     assert [t.id for t in store.task_list().tasks if t.status is Status.CANCELLED] == ["d-1"]
 
 
@@ -187,7 +187,7 @@ def test_retry_and_cancel_by_ids_and_by_filter(
     # A refused change is counted, named, and fails the command.
     assert main(["retry", pending.id, failed[0].id, "--url", store_url]) == 1
     captured = capsys.readouterr()
-    assert "retried 1 tasks, 1 refused" in captured.out and failed[0].id in captured.err
+    assert "retried 1 task, 1 refused" in captured.out and failed[0].id in captured.err
     assert main(["retry", "--url", store_url]) == 2  # neither ids nor filters
 
 

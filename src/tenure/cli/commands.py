@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from tenure.admin import TaskAdmin
-from tenure.cli.output import STATUS_STYLE, console, print_json
+from tenure.cli.output import STATUS_STYLE, console, counted, print_json
 from tenure.cli.parsing import duration, where
 from tenure.shapes import lock_json, stats_json, worker_json
 from tenure.store.migrate import migrate_store, migration_sql
@@ -149,7 +149,7 @@ def _stats(admin: TaskAdmin, args: argparse.Namespace) -> int:
             f"{ended * 60 / args.window:.1f}",
         )
     console.print(table)
-    console.print(f"{alive} workers alive")
+    console.print(f"{counted(alive, 'worker')} alive")
     return 0
 
 

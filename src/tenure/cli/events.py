@@ -21,7 +21,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from tenure.admin import TaskAdmin
-from tenure.cli.output import STATUS_STYLE, console, error
+from tenure.cli.output import STATUS_STYLE, console, counted, error
 from tenure.cli.parsing import open_existing
 from tenure.errors import TaskNotFound
 from tenure.events import Events
@@ -94,7 +94,7 @@ def _show_events(store: Store, args: argparse.Namespace) -> int:
         shown, cursor = log.page(args.after, limit=args.limit, **filters)
     where = describe_url(resolve_url(args.url))
     if not args.follow:
-        _print_listing(shown, args.json, f"{len(shown)} events in {where}", cursor)
+        _print_listing(shown, args.json, f"{counted(len(shown), 'event')} in {where}", cursor)
         return 0
     if not args.json:
         console.print(f"[dim]following {where} (Ctrl-C to stop)[/dim]")
@@ -146,7 +146,7 @@ def _cells(event: Event) -> tuple[str, ...]:
     start = "new" if event.from_status is None else event.from_status.value
     transition = f"{start} → [{style}]{to}[/{style}]"
     if event.to_status is None:
-        transition = f"[{style}]report[/{style}] ({event.attempt} tasks)"
+        transition = f"[{style}]report[/{style}] ({counted(event.attempt, 'task')})"
     return (
         event.cursor,
         _time(event.at),

@@ -45,6 +45,11 @@ def _escape(text: str) -> str:
     return text.replace("[", "\\[")
 
 
+def counted(count: int, thing: str) -> str:
+    """``1 task``, ``2 tasks``, ``1,200 events``: a count as people write it."""
+    return f"{count:,} {thing}{'' if count == 1 else 's'}"
+
+
 def note(text: str) -> None:
     """A note for the person at the terminal, on stderr (stdout stays the id)."""
     print(text, file=sys.stderr)

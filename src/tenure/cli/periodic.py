@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from tenure.app import App, load_app
-from tenure.cli.output import console, note, print_json
+from tenure.cli.output import console, counted, note, print_json
 from tenure.cli.parsing import duration, json_value, open_existing
 from tenure.errors import InvalidInput
 from tenure.maintenance.periodic import Periodic, PeriodicState, periodic_states
@@ -100,8 +100,7 @@ def _list(args: argparse.Namespace) -> int:
     if args.json:
         print_json([schedule_json(state) for state in states])
         return 0
-    counted = f"{len(states)} schedule{'' if len(states) == 1 else 's'}"
-    table = Table(caption=counted, box=box.SIMPLE_HEAD, pad_edge=False)
+    table = Table(caption=counted(len(states), "schedule"), box=box.SIMPLE_HEAD, pad_edge=False)
     for column in ("name", "schedule", "task", "from", "next tick", "last enqueued"):
         table.add_column(column, no_wrap=True)
     for state in states:

@@ -22,7 +22,7 @@ from rich.progress import Progress
 from tenure.admin import TaskAdmin
 from tenure.app import load_app
 from tenure.cli.events import event_rows
-from tenure.cli.output import console, error, note, print_json, task_table
+from tenure.cli.output import console, counted, error, note, print_json, task_table
 from tenure.cli.parsing import duration, json_value, moment, open_existing, where
 from tenure.errors import InvalidInput, InvalidTransition, TaskNotFound
 from tenure.shapes import event_json, task_json
@@ -213,7 +213,7 @@ def _tasks(args: argparse.Namespace) -> int:
         print_json({"tasks": [task_json(t) for t in page.tasks], "cursor": page.cursor})
         return 0
     order = "oldest" if args.oldest_first else "newest"
-    caption = f"{len(page.tasks)} tasks in {where(args)}, {order} first"
+    caption = f"{counted(len(page.tasks), 'task')} in {where(args)}, {order} first"
     console.print(task_table(page.tasks, caption=caption))
     if page.cursor is not None:
         console.print(f"[dim]more: tenure tasks … --after {page.cursor}[/dim]", soft_wrap=True)
@@ -247,7 +247,7 @@ def _show(args: argparse.Namespace) -> int:
         label = f"attempt {earlier.attempt}"
         said = f"{escape(earlier.type)}: {escape(earlier.message)}"
         console.print(f"[red]{label:>16}[/red]  {said}", soft_wrap=True)
-    console.print(event_rows(history, caption=f"{len(history)} events"))
+    console.print(event_rows(history, caption=counted(len(history), "event")))
     return 0
 
 
@@ -285,7 +285,7 @@ def _change(args: argparse.Namespace) -> int:
                 console.print(f"no task matches, in {where(args)}")
                 return 0
             if tasks and not _confirm(
-                f"{args.change} {len(tasks)} tasks in {where(args)}?", args.yes
+                f"{args.change} {counted(len(tasks), 'task')} in {where(args)}?", args.yes
             ):
                 return 1
         changed, refused = _apply(act, tasks, quiet=args.json)
@@ -307,7 +307,9 @@ def _tell_changed(args: argparse.Namespace, changed: list[Task], refused: list[R
         return 1 if refused else 0
     if len(changed) <= PROGRESS_ABOVE:
         console.print(task_table(changed))
-    console.print(f"{verb} {len(changed)} tasks" + (f", {len(refused)} refused" if refused else ""))
+    console.print(
+        f"{verb} {counted(len(changed), 'task')}" + (f", {len(refused)} refused" if refused else "")
+    )
     for task_id, why in refused[:10]:
         error(f"{task_id}: {why}")
     return 1 if refused else 0
