@@ -93,6 +93,15 @@ def blocks(gate: str, result: str = "late", began: str | None = None) -> str:
     return result
 
 
+@app.task(topic="basic")
+def blocks_here(gate: str, pid_file: str) -> str:
+    """Writes the pid of the process it runs in to ``pid_file``, then runs
+    until ``gate`` exists (never, if the test does not make it)."""
+    Path(pid_file).write_text(str(os.getpid()))
+    wait_for_file(gate, limit=600)
+    return "gate open"
+
+
 @app.task(topic="basic", retries=3)
 def holds(gate: str) -> dict[str, Any]:
     """Runs until ``gate`` exists; says which process and lease finished it."""

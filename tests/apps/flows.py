@@ -40,5 +40,8 @@ def collect(outcomes: list[tenure.Ended]) -> dict[str, int]:
 
 @app.task(topic="flows")
 def step(value: int, add: int) -> int:
+    """A link of a chain; a negative ``add`` fails it (and stops the chain)."""
     time.sleep(0.05)
+    if add < 0:
+        raise ValueError(f"cannot add {add}")
     return value + add

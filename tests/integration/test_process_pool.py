@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from tenure import Lease
+from tenure import Lease, Store
 from tenure.worker.processes import ProcessExecutor
 from tenure.worker.runner import Ending, Raised
-from tests.apps import failing_import
+from tests.apps import basic, failing_import
 from tests.executions import running_task
-from tests.integration.workers import wait_for
+from tests.integration.workers import WorkerProcess, enqueue, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -91,3 +91,30 @@ def test_closing_the_pool_ends_children_still_importing(
     pool.close()
     assert time.monotonic() - began < 15  # one grace period for all, then killed
     assert multiprocessing.active_children() == []
+
+
+def _gone(pid: int) -> bool:
+    """Whether process ``pid`` has ended (a zombie nobody reaps has ended too)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return state in ("Z", "X")
+
+
+@pytest.mark.slow
+def test_a_child_ends_with_its_killed_worker_instead_of_running_on(
+    store: Store, store_url: str, tmp_path: Path
+) -> None:
+    worker = WorkerProcess(store_url, "--pool", "processes", "--concurrency", "1")
+    try:
+        pid_file = tmp_path / "child.pid"
+        enqueue(store, basic.blocks_here, str(tmp_path / "never"), str(pid_file))
+        wait_for(pid_file.exists, "the task to start in a child")
+        wait_for(lambda: pid_file.read_text().strip(), "its pid")
+        child = int(pid_file.read_text())
+        assert child != worker.pid and not _gone(child)
+        worker.process.kill()  # the OOM killer's way: no cleanup at all
+        wait_for(lambda: _gone(child), "the orphaned child to end", timeout=5)
+    finally:
+        worker.stop()

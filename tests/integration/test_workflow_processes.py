@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tenure import App, Status, Store
+from tenure import App, ChainStopped, Status, Store
 from tests.apps import flows
 from tests.integration.workers import WorkerProcess, wait_for
 
@@ -87,3 +87,20 @@ def test_a_chain_runs_across_workers(
         chain = chain.then(flows.step.s(add))
     handle = chain.enqueue()
     assert handle.wait(timeout=30) == 1 + 2 + 3 + 4 + 5
+
+
+def test_a_chain_stops_at_a_failure_across_workers(
+    app: App, store_url: str, tmp_path: Path, workers: list[WorkerProcess]
+) -> None:
+    log = tmp_path / "callback.log"
+    launch(store_url, workers, log, "worker")
+    launch(store_url, workers, log, "worker")
+    chain = flows.step.s(0, 1).then(flows.step.s(2)).then(flows.step.s(-1))
+    handle = chain.then(flows.step.s(4)).then(flows.step.s(5)).enqueue()
+    with pytest.raises(ChainStopped, match="cannot add -1") as stopped:
+        handle.wait(timeout=30)
+    links = [task.refresh() for task in handle.tasks]
+    assert stopped.value.task.id == links[2].id
+    assert [t.status for t in links] == [Status.DONE] * 2 + [Status.FAILED] + [Status.CANCELLED] * 2
+    assert [t.result for t in links[:2]] == [1, 3]
+    assert all(t.attempts == 0 for t in links[3:])  # never ran

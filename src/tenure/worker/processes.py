@@ -142,7 +142,7 @@ class _Child:
         if self._process is None or not self._process.is_alive() or self._conn is None:
             parent, child = self._ctx.Pipe()
             self._process = self._ctx.Process(
-                target=child_main, args=(self._app_path, child), daemon=True
+                target=child_main, args=(self._app_path, child, os.getpid()), daemon=True
             )
             self._process.start()
             child.close()
@@ -260,9 +260,28 @@ class _Child:
         self.kill()
 
 
-def child_main(app_path: str, conn: Connection) -> None:
-    """The loop of a pool child: receive a task, run it, send its ending back;
-    ``STOP_SIGNAL`` sets the running task's cancelled flag."""
+ORPHAN_CHECK = 0.5
+"""Seconds between a child's looks at whether its worker is still alive."""
+
+
+def _exit_with(parent: int) -> None:
+    """End this child as soon as its worker is gone (killed with ``SIGKILL``,
+    or by the OOM killer), whatever task it runs: the task's lease goes with
+    the worker, another worker runs it again, and a child left running it
+    would be a second execution nobody can stop. Linux's parent-death signal
+    would follow the thread that started the child, not the worker, so the
+    child looks for itself (a new parent is the sign)."""
+    while True:
+        time.sleep(ORPHAN_CHECK)
+        if os.getppid() != parent:
+            os._exit(1)
+
+
+def child_main(app_path: str, conn: Connection, parent: int) -> None:
+    """The loop of a pool child of the worker ``parent``: receive a task, run
+    it, send its ending back; ``STOP_SIGNAL`` sets the running task's cancelled
+    flag."""
+    threading.Thread(target=_exit_with, args=(parent,), name="orphan-check", daemon=True).start()
     registry = load_registry(app_path)
     loop = ThreadLoop()  # for async def tasks; one that ignores its flag is killed
     current = [Link()]
