@@ -45,3 +45,9 @@ def step(value: int, add: int) -> int:
     if add < 0:
         raise ValueError(f"cannot add {add}")
     return value + add
+
+
+@app.task(topic="flows")
+def total(values: list[int]) -> int:
+    """A fan-in: what a group inside a chain gave, summed."""
+    return sum(values)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import tenure
 from tenure import App, ChainStopped, Status, Store
 from tests.apps import flows
 from tests.integration.workers import WorkerProcess, wait_for
@@ -104,3 +105,14 @@ def test_a_chain_stops_at_a_failure_across_workers(
     assert [t.status for t in links] == [Status.DONE] * 2 + [Status.FAILED] + [Status.CANCELLED] * 2
     assert [t.result for t in links[:2]] == [1, 3]
     assert all(t.attempts == 0 for t in links[3:])  # never ran
+
+
+def test_a_group_inside_a_chain_fans_out_and_in_across_workers(
+    app: App, store_url: str, tmp_path: Path, workers: list[WorkerProcess]
+) -> None:
+    log = tmp_path / "callback.log"
+    launch(store_url, workers, log, "worker")
+    launch(store_url, workers, log, "worker")
+    fan = tenure.group([flows.step.s(add) for add in (10, 20, 30)])
+    handle = flows.step.s(0, 1).then(fan).then(flows.total.s()).enqueue()
+    assert handle.wait(timeout=30) == 11 + 21 + 31
