@@ -31,7 +31,7 @@ from tenure.cli import (
 )
 from tenure.cli import events as event_commands
 from tenure.cli.output import console, error, task_table
-from tenure.cli.parsing import open_existing
+from tenure.cli.parsing import HelpFormatter, open_existing
 from tenure.errors import ConfigError, InvalidInput, TenureError
 from tenure.loading import AppImportError
 from tenure.shapes import task_json
@@ -65,7 +65,9 @@ DESCRIPTION = (
     "tenure: a durable task queue. Run workers and the scheduler, serve the "
     "dashboard and the HTTP API, and look at and steer the tasks of a store. "
     "Every command takes --url (else $TENURE_URL, else url in [tool.tenure] of "
-    "pyproject.toml, else sqlite:///tenure.db)."
+    "pyproject.toml, else sqlite:///tenure.db). For every option of worker and "
+    "scheduler a flag beats its $TENURE_ variable, which beats [tool.tenure], "
+    "which beats the default shown."
 )
 """The top of ``tenure --help``: plain text, whole (the module's docstring is
 for the reference, in reStructuredText)."""
@@ -75,11 +77,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit code. ``tenure`` alone
     prints the help."""
     arguments = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser()
-    if not arguments:
-        parser.print_help()
-        return 0
     try:
+        parser = build_parser()  # reads the environment and pyproject.toml: may refuse
+        if not arguments:
+            parser.print_help()
+            return 0
         return _dispatch(parser.parse_args(arguments))
     except SystemExit as exc:  # argparse: --help and --version (0), a mistake (2)
         return exc.code if isinstance(exc.code, int) else 0 if exc.code is None else USAGE
@@ -116,7 +118,7 @@ def build_parser(*, layered: bool = True) -> Parser:
     parser = Parser(
         prog="tenure",
         description=DESCRIPTION,
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"tenure {__version__}")
     parser.add_argument("--url", help="store URL (default: $TENURE_URL, else sqlite:///tenure.db)")

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from tenure.admin import TaskAdmin
 from tenure.cli.output import STATUS_STYLE, console, counted, print_json
-from tenure.cli.parsing import duration, where
+from tenure.cli.parsing import HelpFormatter, duration, where
 from tenure.shapes import lock_json, stats_json, worker_json
 from tenure.store.migrate import migrate_store, migration_sql
 from tenure.task import Status
@@ -34,7 +34,7 @@ def add(
             help=helptext,
             description=helptext[0].upper() + helptext[1:] + ".",
             parents=[url_too],
-            formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+            formatter_class=HelpFormatter,
         )
         parser.set_defaults(run=run, reads=True)  # each only reads: never creates a store
         parser.add_argument("--json", action="store_true", help="print JSON")
@@ -57,7 +57,7 @@ def _add_migrate(
         description="Apply the migrations the store lacks and say which; with --sql, "
         "print them instead, for a DBA to run (psql -v ON_ERROR_STOP=1 -f file).",
         parents=[url_too],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     migrate.add_argument(
         "--sql", action="store_true", help="print the SQL of the missing migrations, apply none"

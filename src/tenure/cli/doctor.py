@@ -16,6 +16,7 @@ from rich.markup import escape
 
 from tenure.app import load_app
 from tenure.cli.output import console, print_json
+from tenure.cli.parsing import HelpFormatter
 from tenure.cli.scheduler import SCHEDULING
 from tenure.cli.settings import Layers, Option, add_options
 from tenure.maintenance.doctor import Diagnosis, Subject, diagnose
@@ -45,7 +46,7 @@ def add(
         "what will hurt later, each finding with a one-line fix. Exit code 0 when clean, "
         "1 when something was found or could not be checked.",
         parents=[url_too],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     add_options(doctor, (APP, RETENTION), layers)
     doctor.add_argument("--json", action="store_true", help="print JSON")

@@ -22,7 +22,7 @@ from rich.table import Table
 
 from tenure.admin import TaskAdmin
 from tenure.cli.output import STATUS_STYLE, console, counted, error
-from tenure.cli.parsing import open_existing
+from tenure.cli.parsing import HelpFormatter, open_existing
 from tenure.errors import TaskNotFound
 from tenure.events import Events
 from tenure.shapes import event_json, report_json
@@ -42,7 +42,7 @@ def add(
         description="Show the newest events, or those after --after; with --follow, "
         "print each new one as it commits until interrupted.",
         parents=[url_too],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     events.add_argument("--follow", "-f", action="store_true", help="keep printing new events")
     events.add_argument("--after", metavar="CURSOR", help="start after this event's cursor")
@@ -65,7 +65,7 @@ def add(
         help="show the observer's latest reports",
         description="Show the latest report of every observer query, or of KEY.",
         parents=[url_too],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     report.add_argument("key", nargs="?", help="one query's key")
     report.add_argument("--json", action="store_true", help="print JSON")

@@ -21,6 +21,17 @@ UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
 
 
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """argparse's help, each default shown once: not for an option whose help
+    already says its default, nor one without a default worth showing."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if "default" in text or action.default in (None, False, [], argparse.SUPPRESS):
+            return text
+        return super()._get_help_string(action)
+
+
 def duration(text: str) -> float:
     """Seconds from ``90``, ``90s``, ``15m``, ``12h``, ``7d`` or ``2w``."""
     found = _DURATION.match(text.lower())

@@ -16,7 +16,7 @@ from rich.table import Table
 
 from tenure.app import App, load_app
 from tenure.cli.output import console, counted, note, print_json
-from tenure.cli.parsing import duration, json_value, open_existing
+from tenure.cli.parsing import HelpFormatter, duration, json_value, open_existing
 from tenure.errors import InvalidInput
 from tenure.maintenance.periodic import Periodic, PeriodicState, periodic_states
 from tenure.maintenance.schedules import UNSET, Schedules, schedule_json
@@ -37,7 +37,7 @@ def add(
         "added at run time) with its next and last ticks; or change the ones added at run "
         "time. Without a subcommand: list.",
         parents=[url_too],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     periodic.add_argument("--app", help="module:attribute of your App: shows its declared too")
     periodic.add_argument("--json", action="store_true", help="print JSON")
@@ -47,7 +47,7 @@ def add(
     def action(name: str, helptext: str) -> argparse.ArgumentParser:
         parser: argparse.ArgumentParser = actions.add_parser(
             name, help=helptext, description=helptext[0].upper() + helptext[1:] + ".",
-            parents=[url_too], formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+            parents=[url_too], formatter_class=HelpFormatter,
         )  # fmt: skip
         parser.add_argument("name", help="the schedule's name")
         # SUPPRESS: given before the action (tenure periodic --app m:app pause x), it stays.

@@ -9,6 +9,7 @@ import signal
 import threading
 from typing import Any
 
+from tenure.cli.parsing import HelpFormatter
 from tenure.cli.running import RUNNING, default_of, served_app
 from tenure.cli.settings import Layers, Option, add_options
 from tenure.maintenance.scheduler import Scheduler
@@ -55,7 +56,7 @@ def add(
         help="run only the scheduler (stands by unless elected)",
         description="Supervise leases, enqueue periodic tasks and prune, while elected.",
         parents=[url_too],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     add_options(scheduler, (*RUNNING, *SCHEDULING), layers)
     scheduler.set_defaults(run=None, serve=run_scheduler)

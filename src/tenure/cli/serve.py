@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 from tenure.app import App
 from tenure.cli.output import error
+from tenure.cli.parsing import HelpFormatter
 from tenure.cli.running import RUNNING, served_app
 from tenure.cli.settings import Option, add_options
 from tenure.errors import ConfigError, StoreUnavailable
@@ -61,7 +62,7 @@ def add(
         f"dashboard at /, behind a token (${TOKEN_VARIABLE}, or one printed at start), until "
         "SIGTERM or SIGINT.",
         parents=[url_too],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     # Not layered from the environment or the file: each setting of a server
     # that may face the network is given where it starts.

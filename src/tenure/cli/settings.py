@@ -57,11 +57,17 @@ class Option:
         """The option's name in Python, the environment and the file (``log_level``)."""
         return self.flag.removeprefix("--").replace("-", "_")
 
+    @property
+    def sources(self) -> str:
+        """Where else it is set, as its help says it."""
+        return f"${ENV_PREFIX}{self.name.upper()}, or {self.name} in [tool.tenure]"
+
     def add_to(self, parser: argparse.ArgumentParser, layers: Layers) -> None:
         """Add the option to ``parser``, defaulting to what ``layers`` gives it."""
         default = layers.get(self.name, self.default)
+        helptext = f"{self.help} ({self.sources})"
         if self.switch:
-            parser.add_argument(self.flag, action="store_true", default=default, help=self.help)
+            parser.add_argument(self.flag, action="store_true", default=default, help=helptext)
             return
         parser.add_argument(
             self.flag,
@@ -69,7 +75,7 @@ class Option:
             choices=self.choices,
             default=default,
             required=self.required and self.name not in layers,
-            help=self.help,
+            help=helptext,
         )
 
     def convert(self, value: Any, origin: str) -> Any:

@@ -23,7 +23,7 @@ from tenure.admin import TaskAdmin
 from tenure.app import load_app
 from tenure.cli.events import event_rows
 from tenure.cli.output import console, counted, error, note, print_json, task_table
-from tenure.cli.parsing import duration, json_value, moment, open_existing, where
+from tenure.cli.parsing import HelpFormatter, duration, json_value, moment, open_existing, where
 from tenure.errors import InvalidInput, InvalidTransition, TaskNotFound
 from tenure.shapes import event_json, task_json
 from tenure.store import NewTask, Store, TaskFilter, open_store
@@ -46,7 +46,7 @@ def add(
             help=helptext,
             description=helptext[0].upper() + helptext[1:] + ".",
             parents=[url_too],
-            formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+            formatter_class=HelpFormatter,
         )
         parser.set_defaults(run=None, serve=serve)
         return parser

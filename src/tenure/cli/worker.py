@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tenure.app import App
+from tenure.cli.parsing import HelpFormatter
 from tenure.cli.running import RUNNING, csv, default_of, served_app
 from tenure.cli.scheduler import SCHEDULING, scheduling
 from tenure.cli.settings import Layers, Option, add_options
@@ -95,7 +96,7 @@ def add(
         help="run a worker for an App's tasks",
         description="Reserve and run the App's tasks until SIGTERM or SIGINT.",
         parents=[url_too],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     add_options(worker, OPTIONS, layers)
     worker.set_defaults(run=None, serve=run_worker)
