@@ -101,3 +101,20 @@ def test_an_app_written_with_a_dot_for_the_colon_is_pointed_at(
     assert "did you mean tests.apps.periodic:app?" in err and "Traceback" not in err
     assert main(["periodic", "--app", "tests.apps.periodic.nothing", "--url", url]) == 2
     assert "did you mean" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "help_of"),
+    [
+        (["tasks", "--bogus"], "tenure tasks"),
+        (["--url", "sqlite:///x.db", "tasks", "--bogus"], "tenure tasks"),
+        (["periodic", "pause", "name", "--bogus"], "tenure periodic pause"),
+        (["--bogus"], "tenure"),
+    ],
+)
+def test_a_mistake_points_to_the_help_of_its_command(
+    capsys: pytest.CaptureFixture[str], argv: list[str], help_of: str
+) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"(see {help_of} --help)" in err and len(err.strip().splitlines()) == 1

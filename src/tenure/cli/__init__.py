@@ -44,11 +44,38 @@ USAGE, FAILURE = 2, 1
 
 class Parser(argparse.ArgumentParser):
     """argparse, answering a mistake with one line (and a suggestion) instead of
-    the usage text."""
+    the usage text, pointing to the help of the command it was made in."""
+
+    given: Sequence[str] = ()
+
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        self.given = list(sys.argv[1:] if args is None else args)
+        return super().parse_args(args, namespace)
 
     def error(self, message: str) -> NoReturn:
-        error(f"{self.prog}: {message}", _suggestion(message) or f"see {self.prog} --help")
+        hint = _suggestion(message) or f"see {self._command()} --help"
+        error(f"{self.prog}: {message}", hint)
         raise SystemExit(USAGE)
+
+    def _command(self) -> str:
+        """The command a mistake was made in: argparse reports an unknown
+        argument from the top parser, whatever command it followed."""
+        words, parser = [self.prog], cast("argparse.ArgumentParser", self)
+        for word in self.given:  # options and their values are passed over
+            found = _subcommands(parser).get(word)
+            if found is not None:
+                words.append(word)
+                parser = found
+        return " ".join(words)
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
 
 
 def _suggestion(message: str) -> str | None:
