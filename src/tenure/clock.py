@@ -29,3 +29,19 @@ def from_epoch(seconds: float) -> datetime:
 def epoch_or_now(moment: datetime | None) -> float:
     """``moment`` as an epoch, or the current wall time when it is None."""
     return time.time() if moment is None else moment.timestamp()
+
+
+def spoken(seconds: float) -> str:
+    """How long ``seconds`` is, as people read it: ``18 ms``, ``2.4 s``,
+    ``42 s``, ``3.5 min``, ``2.1 h``, ``4.0 d`` (the command line and the
+    dashboard write every duration and age so)."""
+    seconds = max(seconds, 0.0)
+    if seconds < 1:
+        milliseconds = seconds * 1000
+        return f"{milliseconds:.1f} ms" if milliseconds < 10 else f"{milliseconds:.0f} ms"
+    if seconds < 60:
+        return f"{seconds:.1f} s" if seconds < 10 else f"{seconds:.0f} s"
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f} {unit}"
+    raise AssertionError("unreachable")  # pragma: no cover

@@ -212,3 +212,11 @@ def test_progress_reaches_the_handle_and_bad_values_are_refused(app: tenure.App)
     refused = bad.refresh()
     assert refused.status is Status.FAILED and refused.error is not None
     assert refused.error.type == "InvalidInput" and refused.progress is None
+
+
+def test_durations_read_as_people_read_them() -> None:
+    from tenure.clock import spoken
+
+    cases = [(0.0004, "0.4 ms"), (0.018, "18 ms"), (2.44, "2.4 s"), (42.2, "42 s"),
+             (210, "3.5 min"), (7560, "2.1 h"), (4 * 86400, "4.0 d"), (-1, "0.0 ms")]  # fmt: skip
+    assert [spoken(seconds) for seconds, _ in cases] == [text for _, text in cases]

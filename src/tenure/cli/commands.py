@@ -15,6 +15,7 @@ from rich.table import Table
 from tenure.admin import TaskAdmin
 from tenure.cli.output import STATUS_STYLE, console, counted, print_json
 from tenure.cli.parsing import HelpFormatter, duration, where
+from tenure.clock import spoken
 from tenure.shapes import lock_json, stats_json, worker_json
 from tenure.store.migrate import migrate_store, migration_sql
 from tenure.task import Status
@@ -145,19 +146,12 @@ def _stats(admin: TaskAdmin, args: argparse.Namespace) -> int:
         table.add_row(
             escape(topic),
             *(str(counts.get(status, 0)) for status in Status),
-            "" if waiting is None else _age((stats.at - waiting).total_seconds()),
+            "" if waiting is None else spoken((stats.at - waiting).total_seconds()),
             f"{ended * 60 / args.window:.1f}",
         )
     console.print(table)
     console.print(f"{counted(alive, 'worker')} alive")
     return 0
-
-
-def _age(seconds: float) -> str:
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds / size:.1f}{unit}"
-    return f"{seconds:.1f}s"
 
 
 def _when(moment: datetime | None) -> str:

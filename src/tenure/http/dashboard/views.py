@@ -12,20 +12,15 @@ from typing import Any
 
 from jinja2 import Environment
 
+from tenure.clock import spoken
 from tenure.task import Status
 
 STATUSES = [status.value for status in Status]
 
 
 def age(seconds: float | None) -> str:
-    """``42s``, ``3.5m``, ``2.1h``, ``4.0d``: a duration at a glance."""
-    if seconds is None:
-        return ""
-    seconds = max(seconds, 0.0)
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds / size:.1f}{unit}"
-    return f"{seconds:.0f}s" if seconds >= 10 else f"{seconds:.1f}s"
+    """``18 ms``, ``42 s``, ``3.5 min``: a duration at a glance (:func:`spoken`)."""
+    return "" if seconds is None else spoken(seconds)
 
 
 def since(moment: datetime | None, now: datetime) -> str:
