@@ -118,3 +118,17 @@ def test_a_mistake_points_to_the_help_of_its_command(
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert f"(see {help_of} --help)" in err and len(err.strip().splitlines()) == 1
+
+
+def test_help_shows_each_default_once_and_where_else_it_is_set(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["worker", "--help"]) == 0
+    shown = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
+    assert (
+        "tasks run at once ($TENURE_CONCURRENCY, or concurrency in [tool.tenure]) (default: 4)"
+        in shown
+    )
+    assert (
+        "(default: None)" not in shown and shown.count("(default: those of the App's tasks)") == 1
+    )
