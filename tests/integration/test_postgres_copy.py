@@ -67,7 +67,9 @@ def odd_batch(prefix: str, count: int = COUNT) -> list[NewTask]:
             NewTask(
                 topic=f"topic-{i % 3}",
                 name=f"{prefix}.name {ODD_TEXT}" if kind == 0 else f"{prefix}.n",
-                id=f"{prefix}-{i:04d}" + {3: " tab\tid", 4: " \\N\tid\\\n"}.get(kind, ""),
+                # An id holds no control character (it is a URL segment), but
+                # may hold what COPY escapes otherwise: \N, a backslash.
+                id=f"{prefix}-{i:04d}" + {3: " back\\slash id", 4: " \\N id\\"}.get(kind, ""),
                 data={
                     "args": [ODD_TEXT, i, 1.5, None, True, [], {}],
                     "kwargs": {"big": "x" * 300_000} if kind == 1 else {"k\\ey\t": ODD_TEXT},
