@@ -4,10 +4,14 @@ process's own, served on its --metrics-port."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 import time
 import urllib.request
 
 import psycopg
+import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
@@ -83,6 +87,8 @@ def test_a_worker_serves_its_own_metrics(store_url: str, store: Store) -> None:
         for task in (*done, failed):
             wait_until(store, task.id, finished)
         samples = wait_for(lambda: _counted(port, failed.name), "the failure counted")
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+            promtool_check(answer.read().decode())
     finally:
         worker.stop()
     outcome = "tenure_task_outcomes_total"
@@ -118,3 +124,36 @@ def test_a_scrape_of_a_million_tasks_is_quick_and_exact(million_url: str) -> Non
     assert tasks_of(samples) == {(topic, status): float(n) for topic, status, n in rows}
     assert sum(n for _, _, n in rows) == 1_000_000
     assert elapsed < 0.2, f"a scrape took {elapsed * 1000:.0f} ms"
+
+
+def test_the_servers_metrics_pass_promtool(store: Store, store_url: str) -> None:
+    # The text format, which promtool reads (OpenMetrics it does not: its
+    # counter families are named without _total).
+    for status in (Status.DONE, Status.FAILED, Status.RUNNING):
+        reach(store, status)
+    app = App(store_url)
+    with TestClient(create_app(app, token=TOKEN)) as client:
+        answer = client.get("/metrics", headers={**AUTH, "Accept": "text/plain"})
+    app.close()
+    assert answer.status_code == 200 and "tenure_tasks" in answer.text
+    promtool_check(answer.text)
+
+
+def promtool_check(exposition: str) -> None:
+    """``promtool check metrics`` (Prometheus' own linter, Debian's prometheus
+    package) passes on ``exposition``. Missing, it skips with one line, or
+    fails where it must be there ($TENURE_REQUIRE_PROMTOOL, which CI sets)."""
+    tool = shutil.which("promtool")
+    if tool is None:
+        if os.environ.get("TENURE_REQUIRE_PROMTOOL"):
+            pytest.fail("promtool is missing: apt-get install prometheus")
+        pytest.skip("promtool is missing (apt-get install prometheus)")
+    checked = subprocess.run(
+        [tool, "check", "metrics"],
+        input=exposition,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
