@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import sys
 from collections.abc import Collection, Iterator
 from datetime import datetime
 
@@ -170,18 +171,19 @@ class TaskAdmin:
     def retry(self, task_id: str) -> Task:
         return self.store.task_retry(task_id)
 
-    def matching(self, filters: TaskFilter, most: int) -> builtins.list[Task] | None:
+    def matching(self, filters: TaskFilter, most: int | None = None) -> builtins.list[Task] | None:
         """The tasks ``filters`` match, oldest first, if they are at most
-        ``most``; ``None`` if there are more (a bulk change refuses them all)."""
+        ``most`` (or however many with ``None``); ``None`` if there are more (a
+        bulk change refuses them all)."""
         found: builtins.list[Task] = []
-        cursor = None
-        while len(found) <= most:
-            page = self.store.task_list(filters, cursor=cursor, limit=min(most + 1, 1000))
+        cursor, bound = None, sys.maxsize if most is None else most
+        while len(found) <= bound:
+            page = self.store.task_list(filters, cursor=cursor, limit=min(bound + 1, 1000))
             found += page.tasks
             if page.cursor is None:
                 break
             cursor = page.cursor
-        return found if len(found) <= most else None
+        return found if len(found) <= bound else None
 
     def change_many(
         self, action: str, ids: Collection[str]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from datetime import datetime
 
 from rich import box
 from rich.markup import escape
@@ -152,7 +151,3 @@ def _stats(admin: TaskAdmin, args: argparse.Namespace) -> int:
     console.print(table)
     console.print(f"{counted(alive, 'worker')} alive")
     return 0
-
-
-def _when(moment: datetime | None) -> str:
-    return "" if moment is None else f"{moment:%Y-%m-%d %H:%M:%S}"

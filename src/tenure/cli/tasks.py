@@ -280,7 +280,7 @@ def _change(args: argparse.Namespace) -> int:
         if args.task_ids:
             tasks = [_resolve(admin, task_id, args) for task_id in args.task_ids]
         else:
-            tasks = _matching(admin, _filters(args))
+            tasks = admin.matching(_filters(args)) or []
             if not tasks and not args.json:
                 console.print(f"no task matches, in {where(args)}")
                 return 0
@@ -330,17 +330,6 @@ def _apply(
                 refused.append((task.id, str(exc)))
             bar.advance(step)
     return changed, refused
-
-
-def _matching(admin: TaskAdmin, filters: TaskFilter) -> list[Task]:
-    found: list[Task] = []
-    cursor = None
-    while True:
-        page = admin.page(filters, cursor=cursor, limit=1000, newest_first=False)
-        found.extend(page.tasks)
-        if page.cursor is None:
-            return found
-        cursor = page.cursor
 
 
 def _confirm(question: str, yes: bool) -> bool:

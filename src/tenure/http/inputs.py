@@ -162,12 +162,8 @@ def enqueue_request(body: object, options: Sequence[Param]) -> Enqueue:
     if "name" not in fields:
         raise InvalidInput("name", "is required: the task's registered name")
     name = text(fields["name"], "name")
-    args = fields.get("args", [])
-    if not isinstance(args, list):
-        raise InvalidInput("args", f"must be an array, not {json_type(args)}")
-    kwargs = fields.get("kwargs", {})
-    if not isinstance(kwargs, dict):
-        raise InvalidInput("kwargs", f"must be an object, not {json_type(kwargs)}")
+    args = array(fields.get("args", []), "args")
+    kwargs = json_object(fields.get("kwargs", {}), "kwargs")
     # What the store would refuse to keep (a NUL, a lone surrogate), named here.
     serializer.dumps(args, "args")
     serializer.dumps(kwargs, "kwargs")

@@ -223,8 +223,10 @@ class PeriodicEnqueuer:
         spec = schedule.spec
         back = timedelta(seconds=max(spec.catch_up, GRACE))
         since = max(schedule.last_tick, now - back)
-        first = spec.timetable.next_tick(schedule.last_tick)
-        if first is not None and first <= since:
+        first = (
+            None if since == schedule.last_tick else spec.timetable.next_tick(schedule.last_tick)
+        )
+        if first is not None and first <= since:  # only past a gap: not each cycle
             self._tell(spec.name, "skip",
                        "periodic %s: ticks from %s to %s skipped (older than catch_up, %s s)",
                        spec.name, schedule.last_tick.isoformat(), since.isoformat(),
