@@ -87,6 +87,19 @@ class ScheduleExists(TenureError):
         self.name = name
 
 
+class ScheduleConflict(TenureError):
+    """A change the schedule as stored refuses: one declared in code, changed
+    or removed at run time, or a change that does not fit the rest of it (an
+    argument its task does not take, a time zone for an interval). ``field``
+    names what was given."""
+
+    def __init__(self, name: str, field: str, message: str) -> None:
+        super().__init__(message)
+        self.name = name
+        self.field = field
+        self.message = message
+
+
 class InvalidTransition(TenureError):
     """The status table does not allow moving the task to the requested status."""
 

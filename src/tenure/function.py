@@ -390,10 +390,12 @@ class TaskFunction(Generic[P, R]):
 
 
 def _binder(signature: inspect.Signature) -> Callable[[Sequence[Any], Mapping[str, Any]], bool]:
-    """A check that says ``True`` only for arguments ``signature.bind`` accepts,
-    made once per function: ``Signature.bind`` costs microseconds per call,
-    spent again on every enqueue. ``False`` means "not sure": the caller then
-    asks ``Signature.bind`` itself, which accepts or words the refusal."""
+    """A check that says ``True`` only for arguments a call of the function
+    accepts, made once per function: ``Signature.bind`` costs microseconds per
+    call, spent again on every enqueue (and refuses, before Python 3.13, a
+    positional-only parameter's name given to ``**kwargs``, which a call takes).
+    ``False`` means "not sure": the caller then asks ``Signature.bind`` itself,
+    which accepts or words the refusal."""
     kinds = inspect.Parameter
     params = list(signature.parameters.values())
     positional = [
@@ -419,7 +421,9 @@ def _binder(signature: inspect.Signature) -> Callable[[Sequence[Any], Mapping[st
         for key in kwargs:
             index = by_keyword.get(key)
             if index is None:
-                if key not in keyword_only and (not var_kwargs or key in names):
+                # **kwargs takes any other name, a positional-only one's too (as a
+                # call does; Signature.bind refuses that before Python 3.13).
+                if key not in keyword_only and not var_kwargs:
                     return False
             elif index < given:
                 return False

@@ -20,7 +20,8 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from functools import cache
+from zoneinfo import ZoneInfo, available_timezones
 
 from croniter import CroniterError, croniter
 
@@ -107,18 +108,25 @@ class Timetable:
             return
 
 
+@cache
+def zones() -> frozenset[str]:
+    """The IANA time zone names this machine knows: the ones a schedule may
+    name (and the HTTP API's document lists)."""
+    return frozenset(available_timezones())
+
+
 def zone(name: str | None) -> tzinfo:
-    """The IANA time zone ``name`` (UTC when ``None``)."""
+    """The IANA time zone ``name`` (UTC when ``None``): one of :func:`zones`,
+    not any file ``ZoneInfo`` would open (``posixrules``, ``right/UTC``)."""
     if name is None:
         return UTC
     if not isinstance(name, str) or not name or "\x00" in name:
         raise InvalidInput("tz", "must be an IANA time zone name, such as 'Europe/Berlin'")
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a folder, a long name
+    if name not in zones():
         raise InvalidInput(
             "tz", f"unknown time zone {name[:60]!r}: use an IANA name, such as 'Europe/Berlin'"
-        ) from None
+        )
+    return ZoneInfo(name)
 
 
 def _seconds(every: float) -> str:

@@ -76,7 +76,10 @@ class Unique:
         """The values that define uniqueness for this call."""
         if self.key is not None:
             return self.key(*args, **kwargs)
-        return dict(signature.bind(*args, **kwargs).arguments)
+        try:
+            return dict(signature.bind(*args, **kwargs).arguments)
+        except TypeError:  # a positional-only name given to **kwargs: bind refuses
+            return {"args": list(args), "kwargs": dict(kwargs)}  # it before Python 3.13
 
 
 def lock_key(name: str, values: Any) -> str:

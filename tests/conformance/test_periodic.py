@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tenure import App, InvalidInput, Store
+from tenure import App, InvalidInput, ScheduleConflict, Store
 from tenure.maintenance.periodic import (
     GRACE,
     MAX_TICKS_PER_STEP,
@@ -201,7 +201,7 @@ def test_a_declared_schedule_removed_from_the_store_is_stored_again(app: App) ->
     kept = every(app, 60)
     step = enqueuer(app, kept)
     step.run_once(store)
-    with pytest.raises(InvalidInput, match="declared in code"):
+    with pytest.raises(ScheduleConflict, match="declared in code"):
         Schedules(lambda: store, app.registry, [kept]).remove(kept.name)
     store.schedule_remove(kept.name)
     step.run_once(store)  # the same term: it stores it again, from now

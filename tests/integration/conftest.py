@@ -3,6 +3,11 @@ disk to fill, and a PostgreSQL database holding a million tasks."""
 
 from __future__ import annotations
 
+import os
+import re
+import signal
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -63,3 +68,29 @@ def million_url(postgres_url: str) -> str:
             fill_million(store, url)
 
     return shared_database("million", fill)
+
+
+SERVED_TOKEN = "served-api-token-0123456789abcdef"
+"""The operator token of the ``served`` fixture's ``tenure serve``."""
+
+
+@pytest.fixture
+def served(store_url: str, tmp_path: Path) -> Iterator[str]:
+    """The base URL of a ``tenure serve`` of the API tests' App, on a free port."""
+    command = [sys.executable, "-m", "tenure", "serve", "--app", "tests.apps.api:app",
+               "--port", "0", "--url", store_url]  # fmt: skip
+    env = {**os.environ, "TENURE_API_TOKEN": SERVED_TOKEN}
+    with subprocess.Popen(
+        command, cwd=Path(__file__).resolve().parents[2], env=env, stderr=subprocess.PIPE, text=True
+    ) as server:
+        assert server.stderr is not None
+        seen = [server.stderr.readline()]
+        while seen[-1] and "HTTP API of" not in seen[-1]:
+            seen.append(server.stderr.readline())
+        port = re.search(r"http://127\.0\.0\.1:(\d+)/api", seen[-1])
+        assert port, "".join(seen)
+        try:
+            yield f"http://127.0.0.1:{port[1]}"
+        finally:
+            server.send_signal(signal.SIGTERM)
+            server.communicate(timeout=20)

@@ -8,42 +8,18 @@ from __future__ import annotations
 
 import importlib
 import os
-import re
 import shutil
-import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from tests.integration.conftest import SERVED_TOKEN as TOKEN
+
 pytestmark = pytest.mark.slow
-
-ROOT = Path(__file__).resolve().parents[2]
-TOKEN = "generated-client-token-0123456789"
-
-
-@pytest.fixture
-def served(store_url: str, tmp_path: Path) -> Iterator[str]:
-    """The base URL of a ``tenure serve`` of the API tests' App, on a free port."""
-    command = [sys.executable, "-m", "tenure", "serve", "--app", "tests.apps.api:app",
-               "--port", "0", "--url", store_url]  # fmt: skip
-    env = {**os.environ, "TENURE_API_TOKEN": TOKEN}
-    with subprocess.Popen(command, cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True) as server:
-        assert server.stderr is not None
-        seen = [server.stderr.readline()]
-        while seen[-1] and "HTTP API of" not in seen[-1]:
-            seen.append(server.stderr.readline())
-        port = re.search(r"http://127\.0\.0\.1:(\d+)/api", seen[-1])
-        assert port, "".join(seen)
-        try:
-            yield f"http://127.0.0.1:{port[1]}"
-        finally:
-            server.send_signal(signal.SIGTERM)
-            server.communicate(timeout=20)
 
 
 def generate(base: str, into: Path) -> Any:

@@ -41,7 +41,7 @@ def app(store_url: str) -> Iterator[App]:
 def _served(app: App, operations: tuple[Operation, ...]) -> TestClient:
     """The API of ``operations`` and its document, refusals answered as
     :func:`~tenure.http.create_app` answers them."""
-    routes = Api(app, document(operations=operations), operations).routes()
+    routes = Api(app, lambda _: document(operations=operations), operations).routes()
     handlers = {TenureError: Answers(None).tenure_error}
     return TestClient(Starlette(routes=routes, exception_handlers=handlers))
 

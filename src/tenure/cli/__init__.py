@@ -32,7 +32,7 @@ from tenure.cli import (
 from tenure.cli import events as event_commands
 from tenure.cli.output import console, error, task_table
 from tenure.cli.parsing import HelpFormatter, open_existing
-from tenure.errors import ConfigError, InvalidInput, TenureError
+from tenure.errors import ConfigError, InvalidInput, ScheduleConflict, TenureError
 from tenure.loading import AppImportError
 from tenure.shapes import task_json
 from tenure.store import open_store, resolve_url
@@ -135,7 +135,8 @@ def _report(exc: TenureError) -> int:
         error(str(exc))
         return FAILURE
     error(str(exc))
-    return USAGE if isinstance(exc, ConfigError | InvalidInput) else FAILURE
+    mistake = ConfigError | InvalidInput | ScheduleConflict
+    return USAGE if isinstance(exc, mistake) else FAILURE
 
 
 def build_parser(*, layered: bool = True) -> Parser:

@@ -33,6 +33,7 @@ from tenure.store.types import TaskFilter
 from tenure.store.validate import MAX_DESCRIPTION_LENGTH, task_id
 from tenure.store.validate import meta as validate_meta
 from tenure.store.validate import meta_pairs as validate_meta_pairs
+from tenure.timetable import Timetable, zone
 
 Reader = Callable[[Any, str], Any]
 """How a parameter is read: its value as sent (a string from a query string or
@@ -47,6 +48,9 @@ class Kind:
 
     schema: Schema
     read: Reader
+    json: bool = False
+    """In a query string, the value is JSON text whose value ``schema``
+    describes (an OpenAPI parameter with ``content``), not a scalar."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,6 +321,26 @@ def boolean(value: object, field: str) -> bool:
 
 def schedule_name(value: object, field: str) -> str:
     return check_name(value, field)
+
+
+def cron(value: object, field: str) -> str:
+    """A cron expression a schedule can keep (five or six fields, or a macro,
+    naming a date that comes)."""
+    expression = text(value, field)
+    try:
+        Timetable(expression)
+    except InvalidInput as refused:
+        raise InvalidInput(field, refused.message) from None
+    return expression
+
+
+def time_zone(value: object, field: str) -> str:
+    """An IANA time zone name this machine knows."""
+    try:
+        zone(text(value, field))
+    except InvalidInput as refused:
+        raise InvalidInput(field, refused.message) from None
+    return str(value)
 
 
 def _object(value: object, field: str, known: tuple[str, ...]) -> dict[str, Any]:

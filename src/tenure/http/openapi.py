@@ -18,17 +18,26 @@ input must be refused with a 4xx.
 from __future__ import annotations
 
 import copy
+import inspect
+from collections.abc import Mapping
 from typing import Any
 
 from tenure import __version__
+from tenure.http.calls import calls, example_call
 from tenure.http.inputs import Param
 from tenure.http.schemas import (
+    ARGUMENTS,
     COUNT,
+    HOLDS_NUL,
+    KEYWORD_ARGUMENTS,
+    NULL,
     TIME,
     Schema,
     derive,
+    given,
     nullable,
     obj,
+    only,
     ref,
     schema_of,
     text,
@@ -44,6 +53,10 @@ from tenure.http.surface import (
 )
 from tenure.store.types import EVENT_KINDS, Event, Page, QueueStats, WorkerInfo
 from tenure.task import Status, Task
+from tenure.timetable import zones
+
+Signatures = Mapping[str, inspect.Signature]
+"""The registered tasks' signatures, by name."""
 
 NAMED: dict[type, str] = {
     Status: "Status",
@@ -101,23 +114,38 @@ def _answers() -> dict[str, Schema]:
     }
 
 
-def _enqueue_request() -> Schema:
+def _enqueue_request(signatures: Signatures) -> Schema:
     options = obj({option.name: nullable(option.kind.schema) for option in OPTIONS}, required=())
     options["description"] = "per-enqueue choices; null is the same as leaving one out"
     request = obj(
         {
-            "name": {**text(), "description": "the task's registered name"},
-            "args": {"type": "array", "items": {}, "default": []},
-            "kwargs": {"type": "object", "additionalProperties": {}, "default": {}},
+            "name": {**_task_name(signatures), "description": "the task's registered name"},
+            "args": {**ARGUMENTS, "default": []},
+            "kwargs": {**KEYWORD_ARGUMENTS, "default": {}},
             "options": options,
         },
         required=("name",),
     )
-    request["example"] = {"name": "send-email", "args": ["ada@example.com"], "kwargs": {}}
-    return request
+    if signatures:
+        request.update(only(calls(signatures, "name")))
+    return {**request, **_example(signatures, "name")}
 
 
-def _schemas() -> dict[str, Schema]:
+def _task_name(signatures: Signatures) -> Schema:
+    """A registered task's name: one of those the App registered, when known."""
+    return {"type": "string", "enum": sorted(signatures)} if signatures else text()
+
+
+def _example(signatures: Signatures, key: str) -> Schema:
+    """An example of a body naming its task under ``key``: a call that binds."""
+    if not signatures:
+        return {}
+    name = min(signatures)
+    positional, keywords = example_call(signatures[name])
+    return {"example": {key: name, "args": positional, "kwargs": keywords}}
+
+
+def _schemas(signatures: Signatures) -> dict[str, Schema]:
     message = {"type": "string"}
     field = nullable({"type": "string", "description": "what was wrong; null: nothing sent"})
     return {
@@ -127,8 +155,17 @@ def _schemas() -> dict[str, Schema]:
             {"task_id": {"type": "string"}, "events": {"type": "array", "items": ref("Event")}}
         ),
         "Workers": obj({"workers": {"type": "array", "items": ref("Worker")}}),
-        "EnqueueRequest": _enqueue_request(),
-        **_schedule_schemas(),
+        "HoldsNul": HOLDS_NUL,
+        "EnqueueRequest": _enqueue_request(signatures),
+        **_schedule_schemas(signatures),
+        "TimeZone": {
+            "type": "string",
+            # Listed as a rule, not an enum: client generators make an enum's names
+            # identifiers, and the tz database's aliases (GMT+0, GMT-0) collide as such.
+            **only({"enum": sorted(zones())}),
+            "description": "an IANA time zone name the server knows (its tz database)",
+            "examples": ["Europe/Berlin", "America/New_York", "UTC"],
+        },
         "BulkChange": _bulk_change(),
         "BulkResult": obj(
             {
@@ -150,22 +187,36 @@ def _bulk_change() -> Schema:
         fields[param.name]["description"] = param.description
     change = obj(fields, required=())
     change["description"] = "ids or filter; matched lists the ids tried (or, dry, to try)"
+    change.update(
+        only({"oneOf": [given("ids", {"type": "array"}), given("filter", {"type": "object"})]})
+    )
     change["example"] = {"filter": {"status": "failed", "topic": "emails"}, "dry_run": True}
     return change
 
 
-def _schedule_schemas() -> dict[str, Schema]:
+def _schedule_schemas(signatures: Signatures) -> dict[str, Schema]:
     """A schedule as :func:`~tenure.maintenance.schedules.schedule_json` writes
     it, and the bodies that add and change one (their fields declared in
-    :mod:`tenure.http.surface`)."""
+    :mod:`tenure.http.surface`): a new one gives its task, the arguments that
+    task takes and one timing; a change gives no two timings, and no zone with
+    an interval (what it gives must also fit the rest of the schedule as
+    stored, or it is refused with a 409)."""
     fields = {param.name: nullable(param.kind.schema) for param in SCHEDULE_FIELDS}
+    fields["task"] = nullable(_task_name(signatures))
     for param in SCHEDULE_FIELDS:
         fields[param.name]["description"] = param.description
-    new = obj({NAME.name: NAME.kind.schema, **fields}, required=("name", "task"))
+    task = {**_task_name(signatures), "description": fields["task"]["description"]}
+    new = obj({NAME.name: NAME.kind.schema, **fields, "task": task}, required=("name", "task"))
     new["description"] = "a schedule added at run time: give cron or every (null: left out)"
-    new["example"] = {"name": "nightly-report", "task": "build-report", "cron": "0 2 * * *"}
+    cron, every = {"type": "string"}, {"type": "number"}
+    timing = {"oneOf": [given("cron", cron, every=NULL), given("every", every, cron=NULL, tz=NULL)]}
+    new.update(only(timing, calls(signatures, "task")) if signatures else only(timing))
+    new.update(_example(signatures, "task"))
+    if "example" in new:
+        new["example"] = {"name": "nightly", **new["example"], "cron": "0 2 * * *"}
     change = obj({**fields, PAUSED.name: nullable(PAUSED.kind.schema)}, required=())
     change["description"] = "what changes; a field left out or null stays as it is"
+    change["not"] = {"anyOf": [given("cron", cron, every=every), given("every", every, tz=cron)]}
     optional_text, moment = nullable({"type": "string"}), nullable(TIME)
     schedule = obj(
         {
@@ -221,8 +272,9 @@ def _errors() -> dict[str, Any]:
         ),
         "409": _error_response(
             "The task's status refuses the change, the prefix begins several ids, "
-            "the id exists already, a unique task's lock is held, or a schedule "
-            "has that name already"
+            "the id exists already, a unique task's lock is held, a schedule "
+            "has that name already, or the schedule as stored refuses the change "
+            "(declared in code, or the change does not fit the rest of it)"
         ),
         "413": _error_response("The body is too large"),
         "415": _error_response("The body is not declared as application/json"),
@@ -246,13 +298,13 @@ def _parameter(param: Param) -> dict[str, Any]:
     schema = param.kind.schema
     if param.default is not None:
         schema = {**schema, "default": param.default}
-    return {
+    described = {
         "name": param.name,
         "in": param.where,
         "required": param.where == "path",
         "description": param.description,
-        "schema": schema,
     }
+    return {**described, **({"content": _json(schema)} if param.kind.json else {"schema": schema})}
 
 
 def _operation(operation: Operation) -> dict[str, Any]:
@@ -285,10 +337,15 @@ def paths(operations: tuple[Operation, ...]) -> dict[str, Any]:
 
 
 def document(
-    *, secured: bool = True, operations: tuple[Operation, ...] = OPERATIONS
+    *,
+    secured: bool = True,
+    operations: tuple[Operation, ...] = OPERATIONS,
+    signatures: Signatures | None = None,
 ) -> dict[str, Any]:
     """The document of ``operations``, built anew (callers may change their
-    copy); without the bearer requirement when the API is served without a token."""
+    copy); without the bearer requirement when the API is served without a
+    token. ``signatures``: the registered tasks' signatures, by name, which
+    say which names and arguments an enqueue or a schedule may give."""
     spec: dict[str, Any] = {
         "openapi": "3.1.0",
         "info": {
@@ -298,7 +355,7 @@ def document(
         },
         "paths": paths(operations),
         "components": {
-            "schemas": _schemas(),
+            "schemas": _schemas(signatures or {}),
             "responses": {f"E{code}": response for code, response in _errors().items()},
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         },

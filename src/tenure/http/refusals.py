@@ -21,6 +21,7 @@ from tenure.errors import (
     DuplicateTask,
     InvalidInput,
     InvalidTransition,
+    ScheduleConflict,
     ScheduleExists,
     ScheduleNotFound,
     StoreUnavailable,
@@ -41,6 +42,7 @@ TABLE: tuple[tuple[type[TenureError], int, str | None], ...] = (
     (DuplicateTask, 409, "options.id"),
     (ScheduleNotFound, 404, "name"),
     (ScheduleExists, 409, "name"),
+    (ScheduleConflict, 409, None),  # None: the field it names
     (InvalidTransition, 409, "status"),
     (UniqueConflict, 409, None),
     (StoreUnavailable, 503, None),
@@ -78,7 +80,7 @@ def refusal(exc: TenureError) -> Refusal | None:
             continue
         if isinstance(exc, StoreUnavailable):  # what failed stays in the server's log
             return Refusal(status, None, UNREACHABLE, {"Retry-After": RETRY_AFTER})
-        if isinstance(exc, InvalidInput):
+        if isinstance(exc, InvalidInput | ScheduleConflict):
             return Refusal(status, named or exc.field, exc.message)
         return Refusal(status, named, str(exc))
     return None

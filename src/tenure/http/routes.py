@@ -27,6 +27,7 @@ from tenure.errors import InvalidInput
 from tenure.function import TaskFunction
 from tenure.http import inputs, where
 from tenure.http.inputs import ApiError
+from tenure.http.openapi import Signatures
 from tenure.http.replies import reply
 from tenure.http.schedules import ScheduleRoutes
 from tenure.http.surface import BULK_FIELDS, MAX_BULK, OPERATIONS, OPTIONS, Operation
@@ -49,22 +50,26 @@ class Api(ScheduleRoutes):
     def __init__(
         self,
         app: App,
-        document: Mapping[str, Any],
+        describe: Callable[[Signatures], Mapping[str, Any]],
         operations: tuple[Operation, ...] = OPERATIONS,
     ) -> None:
         self.app = app
-        self.document = document
+        self.describe = describe
         self.operations = operations
+        self._described: tuple[tuple[str, ...], Mapping[str, Any]] | None = None
 
     def routes(self) -> list[Route]:
         """One route per path, its methods dispatched inside, so that a 405 names
-        every method the path allows."""
+        every method the path allows. Fixed paths come first: the router answers
+        a 405 from the first route whose path matches, and ``/api/tasks/cancel``
+        must not be taken for ``/api/tasks/{id}``, which allows only ``GET``."""
         paths: dict[str, dict[str, Operation]] = {}
         for operation in self.operations:
             paths.setdefault(operation.path, {})[operation.method] = operation
+        fixed_first = sorted(paths, key=lambda path: "{" in path)
         return [
-            Route(path, self._endpoint(methods), methods=list(methods))
-            for path, methods in paths.items()
+            Route(path, self._endpoint(paths[path]), methods=list(paths[path]))
+            for path in fixed_first
         ]
 
     def _endpoint(
@@ -91,7 +96,14 @@ class Api(ScheduleRoutes):
         return await run_in_threadpool(lambda: work(self.app.tasks))
 
     async def get_openapi(self, request: Request, values: Values) -> Response:
-        return reply(self.document)
+        """The document, made again when the App's tasks have changed: it
+        names each registered task and the arguments it takes."""
+        names = tuple(self.app.registry)
+        if self._described is None or self._described[0] != names:
+            registered = self.app.registry.items()
+            signatures = {name: inspect.signature(function.fn) for name, function in registered}
+            self._described = (names, self.describe(signatures))
+        return reply(self._described[1])
 
     async def list_tasks(self, request: Request, values: Values) -> Response:
         wanted = inputs.listing(values)
@@ -147,7 +159,7 @@ class Api(ScheduleRoutes):
         given = inputs.body_fields(await inputs.json_body(request, BULK_BYTES), BULK_FIELDS)
         if ("ids" in given) == ("filter" in given):
             raise InvalidInput("ids", "give the tasks' ids, or a filter, and not both")
-        if "filter" in given and not given["filter"]:
+        if "filter" in given and all(value is None for value in given["filter"].values()):
             raise InvalidInput("filter", "give at least one filter: none would match every task")
         dry_run = given.get("dry_run", False)
 

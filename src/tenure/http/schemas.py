@@ -32,6 +32,26 @@ Schema = dict[str, Any]
 
 NO_NUL = "^[^\\u0000]*$"
 
+NULL: Schema = {"type": "null"}
+_HOLDS_NUL: Schema = {"$ref": "#/components/schemas/HoldsNul"}
+HOLDS_NUL: Schema = {
+    "description": "JSON that holds a NUL somewhere, in a text or a name (no store keeps it)",
+    "not": {
+        "not": {
+            "anyOf": [
+                {"type": "string", "pattern": "\\u0000"},
+                {"type": "array", "contains": _HOLDS_NUL},
+                {"type": "object", "not": {"propertyNames": {"pattern": NO_NUL}}},
+                {"type": "object", "not": {"additionalProperties": {"not": _HOLDS_NUL}}},
+            ]
+        }
+    },
+}
+"""What a task's arguments may not be, at any depth: the document's ``HoldsNul``
+(said as what is refused, so that the arguments themselves stay plain arrays
+and objects to a client generator)."""
+ARGUMENTS: Schema = {"type": "array", "items": {}, "not": _HOLDS_NUL}
+KEYWORD_ARGUMENTS: Schema = {"type": "object", "additionalProperties": {}, "not": _HOLDS_NUL}
 TIME: Schema = {"type": "string", "format": "date-time"}
 INTEGER: Schema = {"type": "integer"}
 COUNT: Schema = {"type": "integer", "minimum": 0}
@@ -59,6 +79,21 @@ def nullable(schema: Schema) -> Schema:
 def text(max_length: int = MAX_NAME_LENGTH, pattern: str = NO_NUL) -> Schema:
     """A non-empty string without NUL, as :func:`tenure.checks.text` accepts."""
     return {"type": "string", "minLength": 1, "maxLength": max_length, "pattern": pattern}
+
+
+def only(*constraints: Schema) -> Schema:
+    """``constraints``, that a value must meet, said as a double negation: the
+    same to a validator, and left alone by client generators
+    (openapi-python-client) that read a schema's ``anyOf`` or ``oneOf`` as
+    alternative types to build models of, not as rules on one object."""
+    said = constraints[0] if len(constraints) == 1 else {"allOf": list(constraints)}
+    return {"not": {"not": said}}
+
+
+def given(name: str, schema: Schema, **others: Schema) -> Schema:
+    """An object that gives ``name`` as ``schema`` (and, if it gives them,
+    the ``others`` as theirs): ``given("every", NUMBER, tz=NULL)``."""
+    return {"properties": {name: schema, **others}, "required": [name]}
 
 
 def obj(properties: dict[str, Schema], required: tuple[str, ...] | None = None) -> Schema:

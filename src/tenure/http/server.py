@@ -72,13 +72,13 @@ def create_app(
     """
     expected = _checked_token(token, insecure)
     reader = _checked_read_token(read_token, expected)
-    served = document(secured=not insecure)
     middleware = [Middleware(Rooted), Middleware(SecurityHeaders)]
     if expected is None:
         middleware.append(Middleware(LoopbackOnly))
     else:
         middleware.append(Middleware(BearerAuth, token=expected, read_token=reader))
-    routes: list[BaseRoute] = [*Api(app, served).routes(), metrics_route(app)]
+    api = Api(app, lambda signatures: document(secured=expected is not None, signatures=signatures))
+    routes: list[BaseRoute] = [*api.routes(), metrics_route(app)]
     site = Site(app, expected, reader) if dashboard else None
     if site is not None:
         routes += site.routes()

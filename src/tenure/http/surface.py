@@ -21,9 +21,22 @@ from tenure import checks
 from tenure.checks import INT32, MAX_NAME_LENGTH, MAX_SECONDS
 from tenure.http import inputs
 from tenure.http.inputs import DEFAULT_LIMIT, MAX_LIMIT, PAGING, Kind, Param
-from tenure.http.schemas import TIME, Schema, nullable, obj, ref, text
+from tenure.http.schemas import (
+    ARGUMENTS,
+    KEYWORD_ARGUMENTS,
+    NULL,
+    TIME,
+    Schema,
+    given,
+    nullable,
+    obj,
+    only,
+    ref,
+    text,
+)
 from tenure.store import validate
 from tenure.store.operating import DEFAULT_WINDOW
+from tenure.store.schedules import NAME_PATTERN
 from tenure.store.validate import MAX_DESCRIPTION_LENGTH, MAX_META
 
 STATUS = Kind(ref("Status"), validate.status)
@@ -42,23 +55,33 @@ NEW_ID = Kind(text(pattern="^(?!\\.\\.?$)[^/\\u0000-\\u001f\\u007f-\\u009f]*$"),
 """A task id a client chooses: one segment of a URL (no ``/``, no control
 character, neither ``.`` nor ``..``)."""
 META = Kind(
-    {"type": "object", "additionalProperties": text(), "maxProperties": MAX_META},
+    {
+        "type": "object",
+        "propertyNames": text(),
+        "additionalProperties": text(),
+        "maxProperties": MAX_META,
+    },
     inputs.meta,
 )
 """A task's meta: names and values, both text."""
 META_FILTER = Kind(META.schema, inputs.meta_filter)
 """A filter on meta in a body: the pairs a task's meta must hold."""
-META_QUERY = Kind(text(max_length=inputs.MAX_META_QUERY), inputs.meta_query)
+META_QUERY = Kind(META.schema, inputs.meta_query, json=True)
 """A filter on meta in a query string: a JSON object, ``{"customer":"c-42"}``."""
 
 
 NUMBER_OF_SECONDS = {"type": "number", "maximum": MAX_SECONDS}
 EVERY = Kind({**NUMBER_OF_SECONDS, "minimum": 1}, inputs.every)
 CATCH_UP = Kind({**NUMBER_OF_SECONDS, "minimum": 0}, inputs.delay)
-ARRAY = Kind({"type": "array", "items": {}}, inputs.array)
-OBJECT = Kind({"type": "object", "additionalProperties": {}}, inputs.json_object)
+ARRAY = Kind(ARGUMENTS, inputs.array)
+OBJECT = Kind(KEYWORD_ARGUMENTS, inputs.json_object)
 BOOLEAN = Kind({"type": "boolean"}, inputs.boolean)
-SCHEDULE_NAME = Kind(text(pattern="^[^/\\s\\u0000-\\u001f\\u007f]*$"), inputs.schedule_name)
+CRON = Kind({**text(), "format": "cron"}, inputs.cron)
+"""A cron expression: the ``cron`` format (which no pattern states whole: the
+fields' ranges, names and steps, and a date that comes, not 30 February)."""
+TIME_ZONE = Kind(ref("TimeZone"), inputs.time_zone)
+"""An IANA time zone name, one of those the server knows (the document lists them)."""
+SCHEDULE_NAME = Kind(text(pattern=NAME_PATTERN), inputs.schedule_name)
 """A schedule's name: part of its tasks' ids and of URLs, so no slash, space
 or control character."""
 
@@ -134,7 +157,12 @@ ENQUEUE = Operation(
         "headers": {"Location": {"schema": {"type": "string"}, "required": True}},
         "links": {
             name: {"operationId": operation, "parameters": {"id": "$response.body#/id"}}
-            for name, operation in (("GetTask", "getTask"), ("CancelTask", "cancelTask"))
+            for name, operation in (
+                ("GetTask", "getTask"),
+                ("TaskEvents", "listTaskEvents"),
+                ("CancelTask", "cancelTask"),
+                ("RetryTask", "retryTask"),
+            )
         },
     },
     refusals=("400", "404", "409", "413", "415", *STORE),
@@ -206,11 +234,25 @@ FILTER_FIELDS = tuple(
 )
 """A bulk change's ``filter``: the listing's filters, in a body."""
 
-IDS = Kind(
-    {"type": "array", "items": TASK_ID.schema, "maxItems": MAX_BULK}, inputs.id_list(MAX_BULK)
-)
+IDS = Kind({"type": "array", "items": TEXT.schema, "maxItems": MAX_BULK}, inputs.id_list(MAX_BULK))
 FILTER = Kind(
-    obj({param.name: nullable(param.kind.schema) for param in FILTER_FIELDS}, required=()),
+    {
+        **obj({param.name: nullable(param.kind.schema) for param in FILTER_FIELDS}, required=()),
+        # At least one filter: one given not null (meta, with a pair), or it would match all.
+        **only(
+            {
+                "anyOf": [
+                    given(
+                        param.name,
+                        {"type": "object", "minProperties": 1}
+                        if param.name == "meta"
+                        else {"not": NULL},
+                    )
+                    for param in FILTER_FIELDS
+                ]
+            }
+        ),
+    },
     inputs.fields_of(FILTER_FIELDS),
 )
 BULK_FIELDS = (
@@ -237,9 +279,9 @@ def _bulk(action: str, verb: str, does: str) -> Operation:
 
 SCHEDULE_FIELDS = (
     Param("task", TEXT, "the registered name of the task it enqueues", where="body"),
-    Param("cron", TEXT, "a cron expression (five fields, or six with seconds)", where="body"),
+    Param("cron", CRON, "a cron expression (five fields, or six with seconds)", where="body"),
     Param("every", EVERY, "or an interval, in seconds", where="body"),
-    Param("tz", TEXT, "the IANA time zone its cron expression is read in (UTC)", where="body"),
+    Param("tz", TIME_ZONE, "the IANA time zone its cron expression is read in (UTC)", where="body"),
     Param("args", ARRAY, "the task's arguments", where="body"),
     Param("kwargs", OBJECT, "the task's keyword arguments", where="body"),
     Param("catch_up", CATCH_UP, "seconds of missed ticks enqueued after a gap", where="body"),
@@ -250,9 +292,7 @@ edit one, and ``paused`` (:data:`PAUSED`) to pause or resume one."""
 
 PAUSED = Param("paused", BOOLEAN, "true pauses it; false resumes it, from now", where="body")
 NAME = Param("name", SCHEDULE_NAME, "the schedule's name", where="body")
-BY_NAME = Param(
-    "name", Kind(TASK_ID.schema, inputs.schedule_name), "a schedule's name", where="path"
-)
+BY_NAME = Param("name", SCHEDULE_NAME, "a schedule's name", where="path")
 SCHEDULE_BODY = ("400", "413", "415")
 
 
@@ -293,6 +333,17 @@ SCHEDULES = (
         status=201,
         answer="The schedule, stored",
         returns=ref("Schedule"),
+        extra={
+            "headers": {"Location": {"schema": {"type": "string"}, "required": True}},
+            "links": {
+                link: {"operationId": operation, "parameters": {"name": "$response.body#/name"}}
+                for link, operation in (
+                    ("GetSchedule", "getSchedule"),
+                    ("EditSchedule", "editSchedule"),
+                    ("RemoveSchedule", "removeSchedule"),
+                )
+            },
+        },
         refusals=(*SCHEDULE_BODY, "409", *STORE),
     ),
     _schedule("GET", "getSchedule", "One schedule", "get_schedule"),
@@ -303,7 +354,7 @@ SCHEDULES = (
         "or resume any schedule",
         "edit_schedule",
         body=ref("ScheduleChange"),
-        refusals=SCHEDULE_BODY,
+        refusals=(*SCHEDULE_BODY, "409"),
     ),
     _schedule(
         "DELETE",
@@ -312,6 +363,7 @@ SCHEDULES = (
         "remove_schedule",
         answer="What was removed",
         returns=ref("Removed"),
+        refusals=("409",),
     ),
 )
 """The schedules' routes (:mod:`tenure.http.schedules` answers them)."""

@@ -16,12 +16,14 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from tenure.errors import InvalidInput, ScheduleNotFound
+from tenure import serializer
+from tenure.errors import InvalidInput, ScheduleConflict, ScheduleNotFound
 from tenure.function import TaskFunction
 from tenure.maintenance.periodic import Periodic, PeriodicState, periodic_states, state_of
 from tenure.registry import Registry
-from tenure.store import Store
+from tenure.store import Store, validate
 from tenure.store.schedules import DEFAULT_CATCH_UP, Schedule, ScheduleSpec, check_spec
+from tenure.timetable import Timetable, zone
 
 UNSET: Any = object()
 """An edit's field left as it is."""
@@ -65,7 +67,7 @@ class Schedules:
         interval in seconds. It starts from now. ``ScheduleExists`` if the name
         is taken in the store; ``InvalidInput`` if this App declares it in code."""
         if any(p.name == name for p in self._periodics):
-            raise InvalidInput("name", f"{name!r} is declared in code with @app.periodic")
+            raise ScheduleConflict(name, "name", f"{name!r} is declared in code with @app.periodic")
         spec = ScheduleSpec(name, _name_of(task), schedule, tz, tuple(args), kwargs or {}, catch_up)
         return self._state(self._store().schedule_add(self._fitted(spec)))
 
@@ -82,7 +84,10 @@ class Schedules:
     ) -> PeriodicState:
         """Change what a schedule added at run time enqueues, or when; a new
         timing starts from now. Fields not given stay as they are, but the
-        zone of a schedule given an interval, which has none."""
+        zone of a schedule given an interval, which has none. A field wrong in
+        itself is ``InvalidInput``; one that does not fit the rest of the
+        schedule as stored (an argument its task does not take), or a schedule
+        declared in code, is ``ScheduleConflict``."""
         current = self._added(name)
         if tz is UNSET and schedule is not UNSET and not isinstance(schedule, str):
             tz = None
@@ -90,10 +95,31 @@ class Schedules:
                    "tz": tz, "args": args if args is UNSET else tuple(args),
                    "kwargs": kwargs, "catch_up": catch_up}  # fmt: skip
         given: dict[str, Any] = {k: v for k, v in changes.items() if v is not UNSET}
-        spec = replace(current.spec, **given)
-        if given.keys() & {"task", "args", "kwargs"}:  # else checked when it was added
-            spec = self._fitted(spec)
+        self._check_alone(given)
+        try:
+            spec = replace(current.spec, **given)
+            # Arguments are fitted to the task when either changes (else they were when added).
+            fitted = given.keys() & {"task", "args", "kwargs"}
+            spec = self._fitted(spec) if fitted else check_spec(spec, "spec")
+        except InvalidInput as misfit:
+            field = misfit.field.removeprefix("spec.")
+            message = f"{field}: {misfit.message}, with the rest of schedule {name!r} as stored"
+            raise ScheduleConflict(name, field, message) from None
         return self._state(self._store().schedule_replace(spec))
+
+    def _check_alone(self, given: dict[str, Any]) -> None:
+        """Refuse an edit's field that is wrong whatever the schedule holds."""
+        if "schedule" in given:
+            Timetable(given["schedule"], given.get("tz"))
+        elif given.get("tz") is not None:
+            zone(given["tz"])
+        if "task" in given:
+            self._lookup(given["task"])
+        for field in ("args", "kwargs"):
+            if field in given:
+                serializer.dumps(given[field], field)
+        if "catch_up" in given:
+            validate.seconds(given["catch_up"], "catch_up", allow_zero=True)
 
     def pause(self, name: str) -> PeriodicState:
         """Stop enqueuing ``name``'s ticks until it is resumed."""
@@ -115,7 +141,7 @@ class Schedules:
         """Delete a schedule added at run time, or one stored from code that
         the code no longer declares; ``ScheduleNotFound`` if none."""
         if any(p.name == name for p in self._periodics):
-            raise InvalidInput("name", f"{name!r} is declared in code: remove it there")
+            raise ScheduleConflict(name, "name", f"{name!r} is declared in code: remove it there")
         if not self._store().schedule_remove(name):
             raise ScheduleNotFound(name)
 
@@ -132,8 +158,8 @@ class Schedules:
         if found is None:
             raise ScheduleNotFound(name)
         if found.origin == "code":
-            raise InvalidInput(
-                "name", f"{name!r} is declared in code: change it there (it can be paused)"
+            raise ScheduleConflict(
+                name, "name", f"{name!r} is declared in code: change it there (it can be paused)"
             )
         return found
 
@@ -141,12 +167,14 @@ class Schedules:
         """``spec``, checked whole, once its task is known to be registered and
         its arguments to fit the task's signature."""
         check_spec(spec, "spec")
+        self._lookup(spec.task).new_task(tuple(spec.args), dict(spec.kwargs))
+        return spec
+
+    def _lookup(self, task: str) -> TaskFunction[Any, Any]:
         try:
-            function = self._registry.lookup(spec.task)
+            return self._registry.lookup(task)
         except InvalidInput as unknown:
             raise InvalidInput("task", unknown.message) from None
-        function.new_task(tuple(spec.args), dict(spec.kwargs))
-        return spec
 
 
 def _name_of(task: object) -> str:
