@@ -592,8 +592,9 @@ def test_a_change_that_does_not_fit_the_stored_schedule_is_a_conflict(
         refused = client.patch("/api/schedules/sums", json=change)
         assert refused.status_code == 409 and refused.json()["error"]["field"] == field, change
     # Wrong whatever the schedule holds: 422.
-    for change, field in [({"tz": "posixrules"}, "tz"), ({"every": 60, "tz": "UTC"}, "tz"),
-                          ({"cron": "0 0 30 2 *"}, "cron"), ({"task": "nope"}, "task")]:  # fmt: skip
+    wrong = [({"tz": "posixrules"}, "tz"), ({"every": 60, "tz": "UTC"}, "tz"),
+             ({"cron": "0 0 30 2 *"}, "cron"), ({"task": "nope"}, "task")]  # fmt: skip
+    for change, field in wrong:
         refused = client.patch("/api/schedules/sums", json=change)
         assert refused.status_code == 422 and refused.json()["error"]["field"] == field, change
     [kept] = app.store.schedule_list()
