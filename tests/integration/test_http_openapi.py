@@ -9,10 +9,12 @@ refinement cannot name a field that is not there.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
+import jsonschema_rs
 import pytest
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
@@ -132,3 +134,15 @@ def test_a_refinement_must_name_a_field() -> None:
         derive(Task, NAMED, rename={"lease": "leased"})
     with pytest.raises(TypeError, match="no JSON schema"):
         schema_of(complex, NAMED)
+
+
+def test_a_field_that_may_be_null_takes_null_where_it_lists_its_values(app: App) -> None:
+    """A nullable enum (a schedule's task, named among the registered ones)
+    lists null among its values: a type that allows null is not enough."""
+    signatures = {name: inspect.signature(f.fn) for name, f in app.registry.items()}
+    schemas = document(signatures=signatures)["components"]["schemas"]
+    validator = jsonschema_rs.Draft202012Validator(
+        {"components": {"schemas": schemas}, "$ref": "#/components/schemas/ScheduleChange"}
+    )
+    assert validator.is_valid({"task": None, "paused": True})
+    assert validator.is_valid({"task": "add"}) and not validator.is_valid({"task": "nope"})

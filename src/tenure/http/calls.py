@@ -1,5 +1,6 @@
 """The JSON Schema of the calls a registered task takes: which ``args`` and
-``kwargs`` bind to its signature, as :meth:`inspect.Signature.bind` decides.
+``kwargs`` bind to its signature, as a Python call binds them (and as the
+enqueue's own check, :func:`tenure.function._binder`, decides).
 
 The HTTP API refuses an enqueue (or a schedule) whose arguments could never
 bind, with a 422, before anything is stored. So that its document says exactly

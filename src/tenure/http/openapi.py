@@ -208,15 +208,19 @@ def _schedule_schemas(signatures: Signatures) -> dict[str, Schema]:
     task = {**_task_name(signatures), "description": fields["task"]["description"]}
     new = obj({NAME.name: NAME.kind.schema, **fields, "task": task}, required=("name", "task"))
     new["description"] = "a schedule added at run time: give cron or every (null: left out)"
-    cron, every = {"type": "string"}, {"type": "number"}
-    timing = {"oneOf": [given("cron", cron, every=NULL), given("every", every, cron=NULL, tz=NULL)]}
+    string, number = {"type": "string"}, {"type": "number"}
+    timing = {
+        "oneOf": [given("cron", string, every=NULL), given("every", number, cron=NULL, tz=NULL)]
+    }
     new.update(only(timing, calls(signatures, "task")) if signatures else only(timing))
     new.update(_example(signatures, "task"))
     if "example" in new:
         new["example"] = {"name": "nightly", **new["example"], "cron": "0 2 * * *"}
     change = obj({**fields, PAUSED.name: nullable(PAUSED.kind.schema)}, required=())
     change["description"] = "what changes; a field left out or null stays as it is"
-    change["not"] = {"anyOf": [given("cron", cron, every=every), given("every", every, tz=cron)]}
+    change["not"] = {
+        "anyOf": [given("cron", string, every=number), given("every", number, tz=string)]
+    }
     optional_text, moment = nullable({"type": "string"}), nullable(TIME)
     schedule = obj(
         {

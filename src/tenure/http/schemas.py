@@ -70,7 +70,10 @@ def ref(name: str) -> Schema:
 
 
 def nullable(schema: Schema) -> Schema:
-    """``schema`` or ``null``."""
+    """``schema`` or ``null`` (listed among its values, if it lists them)."""
+    if "enum" in schema:
+        listed = {**schema, "enum": [*schema["enum"], None]}
+        return {**listed, "type": [schema["type"], "null"]} if "type" in schema else listed
     if "type" in schema:
         return {**schema, "type": [schema["type"], "null"]}
     return {"anyOf": [schema, {"type": "null"}]}
