@@ -8,7 +8,7 @@ from collections.abc import Collection, Iterator
 from datetime import datetime
 
 from tenure.errors import AmbiguousId, InvalidTransition, TaskNotFound
-from tenure.store import Store, TaskFilter, UniqueLock
+from tenure.store import PausedTopic, Store, TaskFilter, UniqueLock
 from tenure.store.operating import DEFAULT_WINDOW
 from tenure.store.types import Event, GroupProgress, MinuteRate, Page, QueueStats, WorkerInfo
 from tenure.store.validate import status as parse_status
@@ -16,10 +16,10 @@ from tenure.task import Status, Task
 
 
 class TaskAdmin:
-    """``app.tasks``: get, list, count, iterate, group, cancel, retry, the unique
-    locks held and the live workers. The one service that looks at and steers a
-    store for people: the ``tenure`` command goes through it, and so will the HTTP
-    API and the dashboard."""
+    """``app.tasks``: get, list, count, iterate, group, cancel, retry, pause and
+    resume a topic, the unique locks held and the live workers. The one service
+    that looks at and steers a store for people: the ``tenure`` command goes
+    through it, and so do the HTTP API and the dashboard."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -167,6 +167,19 @@ class TaskAdmin:
 
     def cancel(self, task_id: str) -> Task:
         return self.store.task_cancel(task_id)
+
+    def pause(self, topic: str) -> PausedTopic:
+        """Stop every worker sharing the store starting ``topic``'s tasks, from
+        their next reservation: running ones finish, pending ones wait."""
+        return self.store.topic_pause(topic)
+
+    def resume(self, topic: str) -> bool:
+        """Let workers start ``topic``'s tasks again; ``False`` if it was not paused."""
+        return self.store.topic_resume(topic)
+
+    def paused(self) -> builtins.list[PausedTopic]:
+        """The paused topics, by name."""
+        return self.store.topics_paused()
 
     def retry(self, task_id: str) -> Task:
         return self.store.task_retry(task_id)

@@ -12,6 +12,7 @@ import dataclasses
 from datetime import datetime
 from typing import Any
 
+from tenure.store.topics import PausedTopic
 from tenure.store.types import Event, QueueStats, Report, UniqueLock, WorkerInfo
 from tenure.task import Task
 
@@ -78,6 +79,11 @@ def report_json(report: Report) -> JsonObject:
 def lock_json(lock: UniqueLock) -> JsonObject:
     """A unique lock held (``tenure locks --json``)."""
     return {name: _plain(value) for name, value in dataclasses.asdict(lock).items()}
+
+
+def paused_json(paused: PausedTopic) -> JsonObject:
+    """A paused topic (``tenure paused --json``, ``GET /api/topics/paused``)."""
+    return {"topic": paused.topic, "paused_at": _plain(paused.paused_at)}
 
 
 def worker_json(worker: WorkerInfo) -> JsonObject:

@@ -43,8 +43,8 @@ ROOT = Path(__file__).resolve().parents[2]
 ROUTES = ["GET /api/openapi.json", "POST /api/tasks", "GET /api/tasks", "GET /api/tasks/{id}",
           "GET /api/tasks/{id}/events", "POST /api/tasks/{id}/retry",
           "POST /api/tasks/{id}/cancel", "GET /api/stats", "GET /api/workers",
-          "POST /api/tasks/retry", "POST /api/tasks/cancel",
-          "GET /api/schedules", "POST /api/schedules", "GET /api/schedules/{name}",
+          "POST /api/tasks/retry", "POST /api/tasks/cancel", "GET /api/topics/paused",
+          "POST /api/topics/pause", "POST /api/topics/resume", "GET /api/schedules", "POST /api/schedules", "GET /api/schedules/{name}",
           "PATCH /api/schedules/{name}", "DELETE /api/schedules/{name}"]  # fmt: skip
 
 
@@ -579,6 +579,24 @@ def test_a_bad_schedule_is_refused_naming_its_field(
     refused = client.post("/api/schedules", json=body)
     assert refused.status_code == 422 and refused.json()["error"]["field"] == field
     assert app.store.schedule_list() == []
+
+
+def test_a_topic_is_paused_listed_and_resumed(app: App, client: TestClient) -> None:
+    assert client.get("/api/topics/paused").json() == {"paused": []}
+    paused = client.post("/api/topics/pause", json={"topic": "mail"})
+    assert paused.status_code == 200 and paused.json()["topic"] == "mail"
+    assert [p.topic for p in app.store.topics_paused()] == ["mail"]
+    listed = client.get("/api/topics/paused").json()["paused"]
+    assert listed == [paused.json()]
+    assert client.post("/api/topics/resume", json={"topic": "mail"}).json() == {
+        "topic": "mail", "resumed": True
+    }  # fmt: skip
+    again = client.post("/api/topics/resume", json={"topic": "mail"}).json()
+    assert again["resumed"] is False and app.store.topics_paused() == []
+    for body, field in [({}, "topic"), ({"topic": ""}, "topic"), ({"topic": 5}, "topic"),
+                        ({"topic": "a", "x": 1}, "x")]:  # fmt: skip
+        assert refusal(client.post("/api/topics/pause", json=body)) == (422, field)
+    assert app.store.topics_paused() == []
 
 
 def test_a_change_that_does_not_fit_the_stored_schedule_is_a_conflict(

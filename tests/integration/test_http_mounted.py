@@ -142,6 +142,9 @@ def _api_calls(task_id: str) -> dict[tuple[str, str], tuple[dict[str, Any], int]
         ("POST", "/api/tasks/{id}/retry"): ({}, 200),
         ("GET", "/api/stats"): ({}, 200),
         ("GET", "/api/workers"): ({}, 200),
+        ("POST", "/api/topics/pause"): ({"json": {"topic": "mounted"}}, 200),
+        ("GET", "/api/topics/paused"): ({}, 200),
+        ("POST", "/api/topics/resume"): ({"json": {"topic": "mounted"}}, 200),
         ("POST", "/api/tasks/retry"): ({"json": {"ids": [task_id], "dry_run": True}}, 200),
         ("POST", "/api/tasks/cancel"): ({"json": {"ids": [task_id], "dry_run": True}}, 200),
         ("POST", "/api/schedules"): (

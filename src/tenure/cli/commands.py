@@ -1,5 +1,5 @@
 """The ``tenure`` commands about the store as a whole: workers, unique locks,
-stats, periodic schedules, and migrating the schema. They go through
+stats, paused topics, and migrating the schema. They go through
 :class:`~tenure.admin.TaskAdmin`, the service the HTTP API shares."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from tenure.admin import TaskAdmin
 from tenure.cli.output import STATUS_STYLE, console, counted, print_json
 from tenure.cli.parsing import HelpFormatter, duration, where
 from tenure.clock import spoken
-from tenure.shapes import lock_json, stats_json, worker_json
+from tenure.shapes import lock_json, paused_json, stats_json, worker_json
 from tenure.store.migrate import migrate_store, migration_sql
 from tenure.task import Status
 
@@ -42,8 +42,16 @@ def add(
 
     command("workers", "list live workers", _workers)
     command("locks", "list held unique locks", _locks)
+    command("paused", "list the paused topics", _paused)
     stats = command("stats", "the queue at a glance: counts, waits, throughput, workers", _stats)
     stats.add_argument("--window", type=duration, default=300.0, help="throughput over this")
+    for name, helptext, run in (
+        ("pause", "stop every worker starting a topic's tasks (running ones finish)", _pause),
+        ("resume", "let workers start a paused topic's tasks again", _resume),
+    ):
+        changes = command(name, helptext, run)
+        changes.set_defaults(reads=False)
+        changes.add_argument("topic", help="the topic")
     _add_migrate(subcommands, url_too)
 
 
@@ -109,6 +117,37 @@ def _locks(admin: TaskAdmin, args: argparse.Namespace) -> int:
     return 0
 
 
+def _pause(admin: TaskAdmin, args: argparse.Namespace) -> int:
+    paused = admin.pause(args.topic)
+    if args.json:
+        print_json(paused_json(paused))
+    else:
+        console.print(f"paused {escape(paused.topic)} since {paused.paused_at:%Y-%m-%d %H:%M:%S}")
+    return 0
+
+
+def _resume(admin: TaskAdmin, args: argparse.Namespace) -> int:
+    resumed = admin.resume(args.topic)
+    if args.json:
+        print_json({"topic": args.topic, "resumed": resumed})
+    else:
+        told = "resumed" if resumed else "was not paused:"
+        console.print(f"{told} {escape(args.topic)}")
+    return 0
+
+
+def _paused(admin: TaskAdmin, args: argparse.Namespace) -> int:
+    paused = admin.paused()
+    if args.json:
+        print_json([paused_json(topic) for topic in paused])
+        return 0
+    if not paused:
+        console.print("no topic is paused")
+    for topic in paused:
+        console.print(f"{escape(topic.topic)}  paused since {topic.paused_at:%Y-%m-%d %H:%M:%S}")
+    return 0
+
+
 def _migrate(args: argparse.Namespace) -> int:
     """``tenure migrate``: apply, and name, what the store lacks; or print its SQL."""
     if args.sql:
@@ -138,12 +177,13 @@ def _stats(admin: TaskAdmin, args: argparse.Namespace) -> int:
         table.add_column(status.value, justify="right", style=STATUS_STYLE[status])
     table.add_column("oldest waiting", justify="right")
     table.add_column(f"ended/min ({args.window:g} s)", justify="right")
+    paused = {topic.topic for topic in admin.paused()}
     for topic in sorted(stats.counts.keys() | stats.endings.keys()):
         counts = stats.counts.get(topic, {})
         ended = sum(stats.endings.get(topic, {}).values())
         waiting = stats.oldest_pending.get(topic)
         table.add_row(
-            escape(topic),
+            escape(topic) + (" (paused)" if topic in paused else ""),
             *(str(counts.get(status, 0)) for status in Status),
             "" if waiting is None else spoken((stats.at - waiting).total_seconds()),
             f"{ended * 60 / args.window:.1f}",

@@ -51,6 +51,7 @@ from tenure.http.surface import (
     SCHEDULE_FIELDS,
     Operation,
 )
+from tenure.store.topics import PausedTopic
 from tenure.store.types import EVENT_KINDS, Event, Page, QueueStats, WorkerInfo
 from tenure.task import Status, Task
 from tenure.timetable import zones
@@ -65,6 +66,7 @@ NAMED: dict[type, str] = {
     Event: "Event",
     QueueStats: "Stats",
     WorkerInfo: "Worker",
+    PausedTopic: "PausedTopic",
 }
 """The dataclasses (and the enum) that are schemas of their own, by name."""
 
@@ -111,6 +113,7 @@ def _answers() -> dict[str, Schema]:
             add={"workers_alive": COUNT},
         ),
         "Worker": derive(WorkerInfo, NAMED, {"held": COUNT}),
+        "PausedTopic": derive(PausedTopic, NAMED),
     }
 
 

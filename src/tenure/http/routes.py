@@ -30,8 +30,8 @@ from tenure.http.inputs import ApiError
 from tenure.http.openapi import Signatures
 from tenure.http.replies import reply
 from tenure.http.schedules import ScheduleRoutes
-from tenure.http.surface import BULK_FIELDS, MAX_BULK, OPERATIONS, OPTIONS, Operation
-from tenure.shapes import event_json, stats_json, task_json, worker_json
+from tenure.http.surface import BULK_FIELDS, MAX_BULK, OPERATIONS, OPTIONS, TOPIC, Operation
+from tenure.shapes import event_json, paused_json, stats_json, task_json, worker_json
 from tenure.store import TaskFilter
 from tenure.task import Task
 
@@ -180,10 +180,35 @@ class Api(ScheduleRoutes):
         figures = await self._work(lambda admin: (admin.stats(window=window), admin.workers()))
         return reply(stats_json(figures[0], len(figures[1])))
 
+    async def list_paused_topics(self, request: Request, values: Values) -> Response:
+        paused = await self._work(lambda admin: admin.paused())
+        return reply({"paused": [paused_json(topic) for topic in paused]})
+
+    async def pause_topic(self, request: Request, values: Values) -> Response:
+        topic = await _topic_of(request)
+        return reply(paused_json(await self._work(lambda admin: admin.pause(topic))))
+
+    async def resume_topic(self, request: Request, values: Values) -> Response:
+        topic = await _topic_of(request)
+        resumed = await self._work(lambda admin: admin.resume(topic))
+        return reply({"topic": topic, "resumed": resumed})
+
     async def list_workers(self, request: Request, values: Values) -> Response:
         workers = await self._work(lambda admin: admin.workers())
         return reply({"workers": [worker_json(worker) for worker in workers]})
 
+
+async def _topic_of(request: Request) -> str:
+    """The topic a pause or a resume names in its body."""
+    given = inputs.body_fields(await inputs.json_body(request, TOPIC_BYTES), (TOPIC,))
+    if "topic" not in given:
+        raise InvalidInput("topic", "is required")
+    topic: str = given["topic"]
+    return topic
+
+
+TOPIC_BYTES = 4096
+"""Largest body of a pause or a resume: a topic (200 characters, escaped)."""
 
 BULK_BYTES = MAX_BULK * (6 * MAX_NAME_LENGTH + 8) + 4096
 """Largest bulk body: as many ids as it may name, each at its longest, escaped."""

@@ -312,6 +312,49 @@ def _schedule(method: str, id: str, summary: str, handler: str, **more: Any) -> 
     )
 
 
+TOPIC = Param("topic", TEXT, "the topic", where="body")
+
+
+def _topic_change(action: str, summary: str, returns: Schema) -> Operation:
+    return Operation(
+        "POST",
+        f"/api/topics/{action}",
+        id=f"{action}Topic",
+        summary=summary,
+        handler=f"{action}_topic",
+        body=obj({TOPIC.name: TOPIC.kind.schema}),
+        answer="What was changed",
+        returns=returns,
+        refusals=("400", "413", "415", *STORE),
+    )
+
+
+TOPICS = (
+    Operation(
+        "GET",
+        "/api/topics/paused",
+        id="listPausedTopics",
+        summary="The paused topics: no worker starts their tasks",
+        handler="list_paused_topics",
+        answer="The paused topics, by name",
+        returns=obj({"paused": {"type": "array", "items": ref("PausedTopic")}}),
+        refusals=STORE,
+    ),
+    _topic_change(
+        "pause",
+        "Stop every worker starting a topic's tasks, from its next reservation "
+        "(running ones finish; pausing a paused topic keeps its first time)",
+        ref("PausedTopic"),
+    ),
+    _topic_change(
+        "resume",
+        "Let workers start a paused topic's tasks again",
+        obj({"topic": {"type": "string"}, "resumed": {"type": "boolean"}}),
+    ),
+)
+"""The topics' routes: pause, resume, and which are paused (a topic is named in
+the body: a topic may hold a ``/``, which no path segment can)."""
+
 SCHEDULES = (
     Operation(
         "GET",
@@ -422,6 +465,7 @@ OPERATIONS: tuple[Operation, ...] = (
     ),
     _bulk("retry", "Retry", "failed or cancelled ones go back to pending"),
     _bulk("cancel", "Cancel", "pending, running or snoozed ones end cancelled"),
+    *TOPICS,
     *SCHEDULES,
     Operation(
         "GET",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tenure.store.base import DEFAULT_MAX_PAYLOAD_BYTES, Store
 from tenure.store.schedules import Schedule, ScheduleSpec
+from tenure.store.topics import PausedTopic
 from tenure.store.types import (
     Completion,
     Event,
@@ -36,6 +37,7 @@ __all__ = [
     "NewTask",
     "OnConflict",
     "Page",
+    "PausedTopic",
     "ReserveParams",
     "Schedule",
     "ScheduleSpec",

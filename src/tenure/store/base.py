@@ -36,6 +36,7 @@ from tenure.store.operating import Operating
 from tenure.store.presence import Presence
 from tenure.store.refusals import Answer, briefly, raise_if_refused, refuse_shared_locks
 from tenure.store.schedules import Schedules
+from tenure.store.topics import Topics
 from tenure.store.types import (
     Completion,
     Failure,
@@ -60,7 +61,7 @@ DEFAULT_MAX_PAYLOAD_BYTES = 1 << 20
 """Largest JSON payload or result accepted, in bytes (1 MiB)."""
 
 
-class Store(EventLog, Operating, Presence, Flows, Schedules):
+class Store(EventLog, Operating, Presence, Flows, Schedules, Topics):
     """A place where tasks live. Thread-safe; share one per process."""
 
     def __init__(self, *, max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES) -> None:

@@ -49,6 +49,7 @@ from tenure.store.postgres.driver import (
 from tenure.store.postgres.eventlog import PostgresLog
 from tenure.store.postgres.notify import Listener, Listening, Polling
 from tenure.store.postgres.params import store_params
+from tenure.store.postgres.paused import PostgresPausedTopics
 from tenure.store.postgres.pooling import Pool
 from tenure.store.postgres.rows import Row
 from tenure.store.postgres.schedules import PostgresSchedules
@@ -73,7 +74,9 @@ ACQUIRE_ATTEMPTS = 3
 """Runs of ``leader_acquire`` before a lost race is reported as an error."""
 
 
-class PostgresStore(Listening, PostgresLog, PostgresSchedules, SqlReads, Store):
+class PostgresStore(
+    Listening, PostgresLog, PostgresSchedules, PostgresPausedTopics, SqlReads, Store
+):
     """Tasks in a PostgreSQL database (``postgresql://user@host:port/dbname``).
 
     ``role`` names the process's part (``worker``, ``scheduler`` …) in the

@@ -236,6 +236,7 @@ WITH picked AS MATERIALIZED (
     WHERE status = 'pending'
       AND (run_at IS NULL OR run_at <= COALESCE(%(now)s::timestamptz, now()))
       AND tags <@ %(tags)s::text[]
+      AND topic <> ALL (ARRAY(SELECT p.topic FROM {schema}.paused_topics AS p))
     ORDER BY priority DESC, seq
     LIMIT %(limit)s::bigint
     FOR UPDATE SKIP LOCKED
@@ -253,6 +254,7 @@ WITH picked AS MATERIALIZED (
       AND (run_at IS NULL OR run_at <= COALESCE(%(now)s::timestamptz, now()))
       AND topic = %(topic)s::text
       AND tags <@ %(tags)s::text[]
+      AND NOT EXISTS (SELECT 1 FROM {schema}.paused_topics AS p WHERE p.topic = %(topic)s::text)
     ORDER BY priority DESC, seq
     LIMIT %(limit)s::bigint
     FOR UPDATE SKIP LOCKED
@@ -268,7 +270,10 @@ RETURNING {task_columns};
 -- name: reserve_topics
 WITH picked AS MATERIALIZED (
     SELECT offered.seq
-    FROM unnest(%(topics)s::text[]) AS wanted(topic)
+    FROM (
+        SELECT w.topic FROM unnest(%(topics)s::text[]) AS w(topic)
+        WHERE NOT EXISTS (SELECT 1 FROM {schema}.paused_topics AS p WHERE p.topic = w.topic)
+    ) AS wanted
     CROSS JOIN LATERAL (
         SELECT seq, priority FROM {schema}.tasks
         WHERE status = 'pending'
@@ -285,6 +290,24 @@ WITH picked AS MATERIALIZED (
 UPDATE {schema}.tasks AS t
 {lease_picked}
 RETURNING {task_columns};
+
+-- Paused topics (0020_paused_topics.sql): the reserve statements above take
+-- no task of one. Pausing a paused topic keeps its first time.
+-- name: topic_pause
+INSERT INTO {schema}.paused_topics AS p (topic, paused_at)
+VALUES (%(topic)s::text, COALESCE(%(now)s::timestamptz, now()))
+ON CONFLICT (topic) DO UPDATE SET paused_at = p.paused_at
+RETURNING topic, paused_at;
+
+-- A resume wakes the workers that wait on the topic, as a new task would.
+-- name: topic_resume
+WITH resumed AS (
+    DELETE FROM {schema}.paused_topics WHERE topic = %(topic)s::text RETURNING topic
+)
+SELECT topic, pg_notify('tenure_tasks', topic) AS told FROM resumed;
+
+-- name: topics_paused
+SELECT topic, paused_at FROM {schema}.paused_topics ORDER BY topic;
 
 -- Holder writes: each row matches only while its task runs under the named
 -- lease (task id, token, owner). The batch is "held"; the caller sends each

@@ -136,6 +136,7 @@ SET status = 'running',
 WHERE seq IN (
     SELECT seq FROM tenure_tasks INDEXED BY tenure_tasks_pending
     WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
+      AND topic NOT IN (SELECT topic FROM tenure_paused_topics)
       AND (tags = '[]' OR NOT EXISTS (
           SELECT 1 FROM json_each(tenure_tasks.tags) AS t
           WHERE t.value NOT IN (SELECT value FROM json_each(:tags))))
@@ -150,6 +151,7 @@ WHERE seq IN (
     SELECT seq FROM tenure_tasks INDEXED BY tenure_tasks_pending_by_topic
     WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
       AND topic = :topic
+      AND :topic NOT IN (SELECT topic FROM tenure_paused_topics)
       AND (tags = '[]' OR NOT EXISTS (
           SELECT 1 FROM json_each(tenure_tasks.tags) AS t
           WHERE t.value NOT IN (SELECT value FROM json_each(:tags))))
@@ -163,7 +165,8 @@ RETURNING *;
 WHERE seq IN (
     SELECT seq FROM tenure_tasks INDEXED BY tenure_tasks_pending
     WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
-      AND topic IN (SELECT value FROM json_each(:topics))
+      AND topic IN (SELECT value FROM json_each(:topics)
+                    WHERE value NOT IN (SELECT topic FROM tenure_paused_topics))
       AND (tags = '[]' OR NOT EXISTS (
           SELECT 1 FROM json_each(tenure_tasks.tags) AS t
           WHERE t.value NOT IN (SELECT value FROM json_each(:tags))))
@@ -594,13 +597,29 @@ PRAGMA data_version;
 -- name: runnable_any
 SELECT 1 FROM tenure_tasks INDEXED BY tenure_tasks_pending
 WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
+  AND topic NOT IN (SELECT topic FROM tenure_paused_topics)
 LIMIT 1;
 
 -- name: runnable_topics
 SELECT 1 FROM tenure_tasks INDEXED BY tenure_tasks_pending_by_topic
-WHERE status = 'pending' AND topic IN (SELECT value FROM json_each(:topics))
+WHERE status = 'pending'
+  AND topic IN (SELECT value FROM json_each(:topics)
+                WHERE value NOT IN (SELECT topic FROM tenure_paused_topics))
   AND (run_at IS NULL OR run_at <= :now)
 LIMIT 1;
+
+-- Paused topics (0012_paused_topics.sql): the reserve statements above take
+-- no task of one. Pausing a paused topic keeps its first time.
+-- name: topic_pause
+INSERT INTO tenure_paused_topics (topic, paused_at) VALUES (:topic, :now)
+ON CONFLICT (topic) DO UPDATE SET paused_at = tenure_paused_topics.paused_at
+RETURNING topic, paused_at;
+
+-- name: topic_resume
+DELETE FROM tenure_paused_topics WHERE topic = :topic RETURNING topic;
+
+-- name: topics_paused
+SELECT topic, paused_at FROM tenure_paused_topics ORDER BY topic;
 
 -- The observer's reports (0004_follow_and_reports.sql). A run is saved only for
 -- a slot later than the saved one, so of two schedulers running the same slot

@@ -18,7 +18,8 @@ DROP FUNCTION IF EXISTS
 
 DROP TABLE IF EXISTS
     tasks, events, event_log, leaders, workers, reports, task_counts,
-    task_transitions, unique_locks, wake_wanted, gates, schedules, tenure_migrations;
+    task_transitions, unique_locks, wake_wanted, gates, schedules, paused_topics,
+    tenure_migrations;
 
 DROP FUNCTION IF EXISTS
     tenure_created_wake, tenure_report_saved, tenure_task_created,

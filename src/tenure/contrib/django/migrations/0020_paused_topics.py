@@ -1,0 +1,12 @@
+"""Paused topics: an operator's stop on a topic's new starts, read by the
+reserve statements. Runs PostgreSQL's 0020_paused_topics.sql and SQLite's
+0012_paused_topics.sql."""
+
+from django.db import migrations
+
+from tenure.contrib.django.operations import RunTenureSQL
+
+
+class Migration(migrations.Migration):  # type: ignore[misc] # Django ships no type hints
+    dependencies: list[tuple[str, str]] = [("tenure", "0019_schedules_and_meta")]
+    operations = [RunTenureSQL(postgresql="0020_paused_topics", sqlite="0012_paused_topics")]

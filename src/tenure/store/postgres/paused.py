@@ -1,0 +1,33 @@
+"""The PostgreSQL store's paused topics: the backend methods behind
+:class:`~tenure.store.topics.Topics`, each one statement."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from tenure.store.postgres.rows import Row
+from tenure.store.topics import PausedTopic
+
+
+class PostgresPausedTopics:
+    """Mixed into :class:`~tenure.store.postgres.PostgresStore`, which runs its
+    schema's statements."""
+
+    def _read(self, query: str, params: dict[str, Any]) -> list[Row]:
+        raise NotImplementedError
+
+    def _topic_pause(self, topic: str, now: datetime | None) -> PausedTopic:
+        [row] = self._read("topic_pause", {"topic": topic, "now": now})
+        return paused(row)
+
+    def _topic_resume(self, topic: str) -> bool:
+        return bool(self._read("topic_resume", {"topic": topic}))
+
+    def _topics_paused(self) -> list[PausedTopic]:
+        return [paused(row) for row in self._read("topics_paused", {})]
+
+
+def paused(row: Row) -> PausedTopic:
+    at: datetime = row["paused_at"]
+    return PausedTopic(row["topic"], at.astimezone(UTC))

@@ -1,0 +1,39 @@
+"""The SQLite store's paused topics: the backend methods behind
+:class:`~tenure.store.topics.Topics`, each a statement in its own transaction."""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import AbstractContextManager
+from datetime import datetime
+
+from tenure.clock import epoch_or_now, from_epoch
+from tenure.store.sqlite.schema import Q
+from tenure.store.topics import PausedTopic
+
+
+class SQLitePausedTopics:
+    """Mixed into :class:`~tenure.store.sqlite.SQLiteStore`, which provides its
+    connections."""
+
+    def _use(self) -> AbstractContextManager[sqlite3.Connection]:
+        raise NotImplementedError
+
+    def _write(self) -> AbstractContextManager[sqlite3.Connection]:
+        raise NotImplementedError
+
+    def _topic_pause(self, topic: str, now: datetime | None) -> PausedTopic:
+        with self._write() as conn:
+            row = conn.execute(
+                Q["topic_pause"], {"topic": topic, "now": epoch_or_now(now)}
+            ).fetchone()
+        return PausedTopic(row["topic"], from_epoch(row["paused_at"]))
+
+    def _topic_resume(self, topic: str) -> bool:
+        with self._write() as conn:
+            return bool(conn.execute(Q["topic_resume"], {"topic": topic}).fetchall())
+
+    def _topics_paused(self) -> list[PausedTopic]:
+        with self._use() as conn:
+            rows = conn.execute(Q["topics_paused"]).fetchall()
+        return [PausedTopic(row["topic"], from_epoch(row["paused_at"])) for row in rows]
