@@ -44,7 +44,8 @@ ROUTES = ["GET /api/openapi.json", "POST /api/tasks", "GET /api/tasks", "GET /ap
           "GET /api/tasks/{id}/events", "POST /api/tasks/{id}/retry",
           "POST /api/tasks/{id}/cancel", "GET /api/stats", "GET /api/workers",
           "POST /api/tasks/retry", "POST /api/tasks/cancel", "GET /api/topics/paused",
-          "POST /api/topics/pause", "POST /api/topics/resume", "GET /api/schedules", "POST /api/schedules", "GET /api/schedules/{name}",
+          "POST /api/topics/pause", "POST /api/topics/resume", "GET /api/schedules",
+          "POST /api/schedules", "GET /api/schedules/{name}",
           "PATCH /api/schedules/{name}", "DELETE /api/schedules/{name}"]  # fmt: skip
 
 
