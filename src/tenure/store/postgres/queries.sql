@@ -291,7 +291,7 @@ UPDATE {schema}.tasks AS t
 {lease_picked}
 RETURNING {task_columns};
 
--- Paused topics (0020_paused_topics.sql): the reserve statements above take
+-- Paused topics (0020_flow_control.sql): the reserve statements above take
 -- no task of one. Pausing a paused topic keeps its first time.
 -- name: topic_pause
 INSERT INTO {schema}.paused_topics AS p (topic, paused_at)

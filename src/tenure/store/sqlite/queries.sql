@@ -608,7 +608,7 @@ WHERE status = 'pending'
   AND (run_at IS NULL OR run_at <= :now)
 LIMIT 1;
 
--- Paused topics (0012_paused_topics.sql): the reserve statements above take
+-- Paused topics (0012_flow_control.sql): the reserve statements above take
 -- no task of one. Pausing a paused topic keeps its first time.
 -- name: topic_pause
 INSERT INTO tenure_paused_topics (topic, paused_at) VALUES (:topic, :now)

@@ -1,6 +1,6 @@
 """Paused topics: an operator's stop on a topic's new starts, read by the
-reserve statements. Runs PostgreSQL's 0020_paused_topics.sql and SQLite's
-0012_paused_topics.sql."""
+reserve statements. Runs PostgreSQL's 0020_flow_control.sql and SQLite's
+0012_flow_control.sql."""
 
 from django.db import migrations
 
@@ -9,4 +9,4 @@ from tenure.contrib.django.operations import RunTenureSQL
 
 class Migration(migrations.Migration):  # type: ignore[misc] # Django ships no type hints
     dependencies: list[tuple[str, str]] = [("tenure", "0019_schedules_and_meta")]
-    operations = [RunTenureSQL(postgresql="0020_paused_topics", sqlite="0012_paused_topics")]
+    operations = [RunTenureSQL(postgresql="0020_flow_control", sqlite="0012_flow_control")]
