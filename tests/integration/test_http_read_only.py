@@ -155,3 +155,28 @@ def test_a_schedule_is_paused_and_resumed_on_the_dashboard_by_the_operator_only(
         assert app.schedules.get("hourly").paused is False
         missing = operator.post("/periodic/nothing/pause", data={"csrf": csrf[1]})
         assert missing.status_code == 404
+
+
+def test_a_topic_is_paused_and_resumed_on_the_dashboard_by_the_operator_only(app: App) -> None:
+    app.lookup("resize").enqueue("logo.png", 320)
+    served = create_app(app, token=TOKEN, read_token=READ_TOKEN)
+    topic = app.lookup("resize").config.topic
+    pause, resume = f"/topics/{topic}/pause", f"/topics/{topic}/resume"
+    with TestClient(served, base_url=BASE) as reader, TestClient(served, base_url=BASE) as operator:
+        reader.post("/login", data={"token": READ_TOKEN})
+        page = reader.get("/").text
+        assert topic in page and pause not in page
+        csrf = re.search(r'name="csrf" value="([^"]+)"', page)
+        assert csrf is not None
+        assert reader.post(pause, data={"csrf": csrf[1]}).status_code == 403
+        assert app.tasks.paused() == []
+        operator.post("/login", data={"token": TOKEN})
+        page = operator.get("/").text
+        csrf = re.search(r'name="csrf" value="([^"]+)"', page)
+        assert csrf is not None and pause in page
+        paused = operator.post(pause, data={"csrf": csrf[1]})
+        assert paused.status_code == 200 and resume in paused.text and "paused" in paused.text
+        assert [p.topic for p in app.tasks.paused()] == [topic]
+        assert operator.post(resume, data={"csrf": csrf[1]}).status_code == 200
+        assert app.tasks.paused() == []
+        assert operator.post(f"/topics/{topic}/stop", data={"csrf": csrf[1]}).status_code == 404

@@ -32,15 +32,18 @@ Context = dict[str, Any]
 
 
 def overview(app: App) -> Context:
-    """Counts by topic and status, the last hour's endings, the oldest waits."""
+    """Counts by topic and status, the last hour's endings, the oldest waits,
+    and which topics are paused."""
     admin = app.tasks
     stats = admin.stats(window=WINDOW)
     rates = admin.rates(minutes=int(WINDOW // 60))
-    topics = sorted(set(stats.counts) | set(stats.endings))
+    paused = {topic.topic: topic.paused_at for topic in admin.paused()}
+    topics = sorted(set(stats.counts) | set(stats.endings) | set(paused))
     totals = {status: stats.total(status) for status in Status}
     return {
         "stats": stats,
         "topics": topics,
+        "paused": paused,
         "totals": totals,
         "throughput": charts.throughput(rates),
         "failures": charts.failure_rate(rates),

@@ -74,6 +74,7 @@ class Site:
             Route("/locks", self.simple(pages.locks, "locks.html"), methods=["GET"]),
             Route("/periodic", self.simple(pages.periodic, "periodic.html"), methods=["GET"]),
             Route("/periodic/{name}/{action}", self.schedule, methods=["POST"]),
+            Route("/topics/{topic:path}/{action}", self.topic, methods=["POST"]),
             Route("/reports", self.simple(pages.reports, "reports.html"), methods=["GET"]),
             Route("/live", self.stream, methods=["GET"]),
             Route("/login", self.login, methods=["GET", "POST"]),
@@ -255,6 +256,22 @@ class Site:
         except InvalidInput as refused:
             return self.error_page(request, 400, f"{refused}.")
         return RedirectResponse(f"{root(request)}/periodic", 303)
+
+    async def topic(self, request: Request) -> Response:
+        """``POST /topics/{topic}/pause`` or ``/resume``: one topic, for every
+        worker that shares the store."""
+        topic, action = request.path_params["topic"], request.path_params["action"]
+        if action not in ("pause", "resume"):
+            return self.error_page(request, 404, f"Nothing at {request.url.path}.")
+        refused = self._refused(request, await read_form(request))
+        if refused is not None:
+            return refused
+        admin = self._admin()
+        try:
+            await run_in_threadpool(admin.pause if action == "pause" else admin.resume, topic)
+        except InvalidInput as wrong:
+            return self.error_page(request, 400, f"{wrong}.")
+        return RedirectResponse(f"{root(request)}/", 303)
 
     async def bulk(self, request: Request) -> Response:
         """``POST /tasks``: retry or cancel the tasks ticked on the page, at
