@@ -75,6 +75,17 @@ WORKING = (
         default=default_of(Worker, "poll_interval"),
         type=float,
     ),
+    Option(
+        "--max-tasks-per-child",
+        "with --pool processes: replace a child process by a fresh one after this many tasks",
+        type=int,
+    ),
+    Option(
+        "--max-memory-per-child",
+        "with --pool processes: replace a child process, between two tasks, once its "
+        "resident memory reaches this many MB (Linux)",
+        type=float,
+    ),
     Option("--no-scheduler", "never host the scheduler in this worker", switch=True),
     Option("--metrics-port", "serve this process's Prometheus metrics on this port", type=int),
     Option("--metrics-host", "address of the metrics port (0.0.0.0: all)", default="127.0.0.1"),
@@ -118,6 +129,8 @@ def run_worker(args: argparse.Namespace) -> int:
         grace=args.grace,
         unknown_name_grace=args.unknown_name_grace,
         poll_interval=args.poll,
+        max_tasks_per_child=args.max_tasks_per_child,
+        max_memory_per_child=args.max_memory_per_child,
         scheduler=not args.no_scheduler,
         scheduler_options=hosted,
     )

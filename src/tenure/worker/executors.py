@@ -25,7 +25,7 @@ from tenure.errors import ConfigError
 from tenure.registry import Registry
 from tenure.task import Lease, Task
 from tenure.worker.loops import Cancellation, ThreadLoop
-from tenure.worker.processes import ProcessExecutor
+from tenure.worker.processes import ProcessExecutor, Recycle
 from tenure.worker.progress import Progress, link_of
 from tenure.worker.runner import (
     Claim,
@@ -244,10 +244,15 @@ class AsyncExecutor:
 
 
 def make_executor(
-    pool: str, registry: Registry, concurrency: int, progress: Progress | None = None
+    pool: str,
+    registry: Registry,
+    concurrency: int,
+    progress: Progress | None = None,
+    recycle: Recycle | None = None,
 ) -> Executor:
     """The executor for ``pool``: threads, async or processes; ``progress``
-    writes what tasks report."""
+    writes what tasks report; ``recycle`` says when a process-pool child is
+    replaced by a fresh one."""
     if pool == "threads":
         return ThreadExecutor(registry, concurrency, progress=progress)
     if pool == "async":
@@ -258,5 +263,7 @@ def make_executor(
                 "the process pool needs the App's import path: run `tenure worker --app "
                 "module:app`, or set app.import_path = 'module:app'"
             )
-        return ProcessExecutor(registry.import_path, concurrency, progress=progress)
+        return ProcessExecutor(
+            registry.import_path, concurrency, progress=progress, recycle=recycle
+        )
     raise ConfigError(f"pool must be threads, async or processes, not {pool!r}")

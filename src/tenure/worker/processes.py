@@ -7,26 +7,36 @@ sends back its ending and, on the way, its progress. Abandoning an execution
 ``SIGUSR1``, which sets ``tenure.current().cancelled`` as on the other pools,
 so a task that checks it ends by itself and its child stays warm for the next;
 a child still running it ``STOP_GRACE`` seconds later is killed (``SIGKILL``),
-and a fresh one replaces it. Either way its ending is never written.
+and a fresh one replaces it. Either way its ending is never written. A child
+may also be replaced between two tasks, after so many tasks or past so much
+resident memory (:class:`Recycle`), as Celery's ``max_tasks_per_child`` and
+``max_memory_per_child`` do.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
+import math
 import multiprocessing
 import os
 import queue
 import signal
 import threading
 import time
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 
+from tenure import checks as check
 from tenure.control import Link
+from tenure.errors import ConfigError, InvalidInput
 from tenure.loading import load_registry
 from tenure.task import Lease, Task, TaskError
 from tenure.worker.loops import ThreadLoop
 from tenure.worker.progress import RECORDED, Progress, Progressed
 from tenure.worker.runner import Claim, Deliver, Ending, Raised, run_in_thread
+
+log = logging.getLogger("tenure.worker")
 
 READY = "ready"
 """What a pool child sends once it has imported the App."""
@@ -43,6 +53,60 @@ STOP_GRACE = 2.0
 
 STOP_SIGNAL = signal.SIGUSR1
 """What tells a child that the task it runs was abandoned."""
+
+PROC = "/proc"
+"""Where Linux tells a process's resident memory (``/proc/<pid>/statm``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Recycle:
+    """When a child is replaced by a fresh one, between two tasks: after
+    ``tasks`` tasks, or once its resident memory reaches ``memory_mb``
+    megabytes (a leak in task code, or a library's cache, goes with it).
+    Either may be ``None``."""
+
+    tasks: int | None = None
+    memory_mb: float | None = None
+
+    def due(self, served: int, pid: int | None) -> str | None:
+        """Why a child that ran ``served`` tasks, as process ``pid``, is
+        replaced now; ``None`` if it is not."""
+        if self.tasks is not None and served >= self.tasks:
+            return f"after {served} tasks"
+        if self.memory_mb is not None and pid is not None:
+            resident = resident_mb(pid)
+            if resident is not None and resident >= self.memory_mb:
+                return f"at {resident:.0f} MB resident"
+        return None
+
+
+def recycle_for(pool: str, tasks: int | None, memory_mb: float | None) -> Recycle | None:
+    """The :class:`Recycle` a worker's options ask for; only the process pool
+    has children to replace, and only Linux tells their resident memory."""
+    if tasks is None and memory_mb is None:
+        return None
+    if pool != "processes":
+        raise ConfigError("max_tasks_per_child and max_memory_per_child need pool='processes'")
+    if memory_mb is not None and not os.path.isdir(f"{PROC}/self"):
+        raise ConfigError("max_memory_per_child reads /proc, which this system does not have")
+    if memory_mb is not None and not (
+        isinstance(memory_mb, int | float)
+        and not isinstance(memory_mb, bool)
+        and 0 < memory_mb < math.inf
+    ):
+        raise InvalidInput("max_memory_per_child", f"must be megabytes, above 0; got {memory_mb}")
+    checked = None if tasks is None else check.integer(tasks, "max_tasks_per_child", minimum=1)
+    return Recycle(tasks=checked, memory_mb=memory_mb)
+
+
+def resident_mb(pid: int) -> float | None:
+    """Process ``pid``'s resident memory, in megabytes (``None`` once it is gone)."""
+    try:
+        with open(f"{PROC}/{pid}/statm") as statm:
+            pages = int(statm.read().split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+    return pages * os.sysconf("SC_PAGE_SIZE") / 1_000_000
 
 
 class ProcessExecutor:
@@ -67,8 +131,11 @@ class ProcessExecutor:
         start_limit: float = START_LIMIT,
         progress: Progress | None = None,
         stop_grace: float = STOP_GRACE,
+        *,
+        recycle: Recycle | None = None,
     ) -> None:
         ctx = multiprocessing.get_context("spawn")
+        self._recycle = recycle
         self._start_limit = start_limit
         self._stop_grace = stop_grace
         self._progress = progress
@@ -92,6 +159,8 @@ class ProcessExecutor:
             ending = child.run(task, lease, self._progress)
             with self._lock:
                 self._running.pop(task.id, None)
+            if self._recycle is not None:
+                child.recycle_if(self._recycle)
             self._free.put(child)
             if ending is not None:
                 deliver(task.id, ending)
@@ -132,6 +201,7 @@ class _Child:
         self._killed = False
         self._running: str | None = None  # the task it runs, while it runs one
         self._execution = 0  # counts the executions handed to it
+        self._served = 0  # tasks run by its current process
         self._abandoned = False  # the current execution was asked to stop
         self._lock = threading.Lock()
         """Held while a kill detaches the process and its pipe: the child is never
@@ -146,8 +216,20 @@ class _Child:
             )
             self._process.start()
             child.close()
-            self._conn, self._ready = parent, False
+            self._conn, self._ready, self._served = parent, False, 0
         return self._conn
+
+    def recycle_if(self, recycle: Recycle) -> None:
+        """Between two tasks: replace the process by a fresh one (which imports
+        the App while the slot is idle) if ``recycle`` says it is due."""
+        process = self._process
+        why = recycle.due(self._served, None if process is None else process.pid)
+        if why is None or process is None:
+            return
+        self.ask_to_exit()
+        self.join_or_kill(CLOSE_GRACE)
+        log.info("process-pool child %s replaced %s", process.pid, why)
+        self.spawn()
 
     def warm(self, limit: float) -> None:
         """Wait until the child is ready for a task, at most ``limit`` seconds.
@@ -183,6 +265,7 @@ class _Child:
         with self._lock:
             self._killed, self._running, self._abandoned = False, task.id, False
             self._execution += 1
+            self._served += 1
         try:
             conn.send((task, lease))
             while isinstance(message := conn.recv(), Progressed):

@@ -46,6 +46,7 @@ from tenure.worker.heartbeat import Heartbeat, this_host
 from tenure.worker.held import Held, Holdings
 from tenure.worker.keepalive import Keepalive
 from tenure.worker.prefetch import Prefetch
+from tenure.worker.processes import recycle_for
 from tenure.worker.progress import ProgressWriter
 from tenure.worker.runner import Ending
 from tenure.worker.serving import untakeable
@@ -98,9 +99,12 @@ class Worker:
         owner: str | None = None,
         heartbeat: float = 5.0,
         unknown_name_grace: float = DEFAULT_GRACE,
+        max_tasks_per_child: int | None = None,
+        max_memory_per_child: float | None = None,
     ) -> None:
         if pool not in POOLS:
             raise ConfigError(f"pool must be one of {', '.join(POOLS)}, not {pool!r}")
+        self.recycle = recycle_for(pool, max_tasks_per_child, max_memory_per_child)
         # The store, or how to open it (waited for at start if it is down).
         self._store = store
         self.store_url = store_url
@@ -195,7 +199,7 @@ class Worker:
         self.registry.max_payload_bytes = limit
         teller = self._teller = Teller(store, self.registry.hooks, self.unknown_names.tell)
         writer = ProgressWriter(store, self.holdings)
-        executor = make_executor(self.pool, self.registry, self.concurrency, writer)
+        executor = make_executor(self.pool, self.registry, self.concurrency, writer, self.recycle)
         completer = Completer(
             store, self.holdings, self.registry.backoff_of, give_up=self._hurry, teller=teller
         )

@@ -805,16 +805,20 @@ BEGIN
           AND c.relname = ANY (ARRAY['tasks', 'events', 'event_log', 'leaders', 'workers',
                                      'reports', 'task_counts', 'task_transitions',
                                      'unique_locks', 'wake_wanted', 'tenure_migrations']
-                               -- gates and schedules are tenure's only where
-                               -- tenure made them (a process pinned to
-                               -- schema=public that went on to 0018 or 0019);
-                               -- else they may be the application's own.
+                               -- gates, schedules and paused_topics are
+                               -- tenure's only where tenure made them (a
+                               -- process pinned to schema=public that went on
+                               -- to 0018, 0019 or 0020); else they may be the
+                               -- application's own.
                                || CASE WHEN EXISTS (SELECT FROM public.tenure_migrations
                                                     WHERE version = 18)
                                        THEN ARRAY['gates'] ELSE ARRAY[]::text[] END
                                || CASE WHEN EXISTS (SELECT FROM public.tenure_migrations
                                                     WHERE version = 19)
-                                       THEN ARRAY['schedules'] ELSE ARRAY[]::text[] END)
+                                       THEN ARRAY['schedules'] ELSE ARRAY[]::text[] END
+                               || CASE WHEN EXISTS (SELECT FROM public.tenure_migrations
+                                                    WHERE version = 20)
+                                       THEN ARRAY['paused_topics'] ELSE ARRAY[]::text[] END)
     LOOP
         EXECUTE format('ALTER TABLE public.%I SET SCHEMA %I', found.relname, target);
     END LOOP;
