@@ -30,6 +30,9 @@ class TaskConfig:
     """How many times a failed attempt is tried again: at most ``retries + 1`` runs."""
     timeout: float | None = None
     """Seconds after which an attempt is abandoned and counted as a failed one."""
+    expires: float | None = None
+    """Seconds after enqueue (the store's clock) by which a task must start: one
+    that has not is never started, and ends cancelled (its error ``Expired``)."""
     priority: int = 0
     """Higher runs first among ready tasks of the topic."""
     tags: frozenset[str] = frozenset()
@@ -49,6 +52,8 @@ class TaskConfig:
             raise InvalidInput("retries", f"must be a whole number, zero or more: {self.retries!r}")
         if self.timeout is not None:
             check_seconds(self.timeout, "timeout")
+        if self.expires is not None:
+            check_seconds(self.expires, "expires")
         if self.unique is not None and not isinstance(self.unique, Unique):
             raise InvalidInput("unique", "must be a tenure.Unique")
         if self.retry_on is not None and not (
@@ -74,6 +79,7 @@ class Declaration(TypedDict, total=False):
     sub_topic: str
     retries: int
     timeout: float | None
+    expires: float | None
     priority: int
     tags: set[str] | frozenset[str]
     backoff: Backoff | None

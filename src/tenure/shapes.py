@@ -12,7 +12,7 @@ import dataclasses
 from datetime import datetime
 from typing import Any
 
-from tenure.store.topics import PausedTopic
+from tenure.store.flowcontrol import PausedTopic
 from tenure.store.types import Event, QueueStats, Report, UniqueLock, WorkerInfo
 from tenure.task import Task
 

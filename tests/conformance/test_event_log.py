@@ -6,6 +6,7 @@ wake-up a follower gets when another store appends events."""
 from __future__ import annotations
 
 import threading
+import time
 from datetime import datetime, timedelta
 
 import pytest
@@ -67,6 +68,18 @@ def test_before_pages_backwards_to_the_start(store: Store) -> None:
         assert tail_to_start(store, page) == everything[::-1]
 
 
+def followed_to(store: Store, cursor: str | None, count: int) -> list[Event]:
+    """The events after ``cursor`` once there are ``count`` (or more) of them,
+    within seconds: a committed event waits behind a transaction that may still
+    write one (on PostgreSQL, one whose backend the snapshot shows running but
+    the server's activity view does not yet), and a follower reads again."""
+    deadline = time.monotonic() + 5
+    while len(followed := store.event_list(after=cursor)) < count:
+        assert time.monotonic() < deadline, followed
+        time.sleep(0.01)
+    return followed
+
+
 def test_following_from_the_tail_returns_exactly_what_came_after(store: Store) -> None:
     create_tasks(store, 3)
     [newest] = store.event_tail(limit=1)
@@ -74,7 +87,7 @@ def test_following_from_the_tail_returns_exactly_what_came_after(store: Store) -
     later = create_tasks(store, 2)
     running, lease = reserve_one(store, topics=["log"])
     store.task_complete(lease)
-    followed = store.event_list(after=newest.cursor)
+    followed = followed_to(store, newest.cursor, 4)
     assert [(e.task_id, e.kind) for e in followed] == [
         (later[0], "created"),
         (later[1], "created"),

@@ -582,6 +582,17 @@ def test_a_bad_schedule_is_refused_naming_its_field(
     assert app.store.schedule_list() == []
 
 
+def test_an_enqueue_gives_a_deadline(app: App, client: TestClient) -> None:
+    task = enqueue(client, options={"expires": 30})
+    assert task["expires"] == 30
+    stored = app.store.task_get(task["id"])
+    assert stored is not None and stored.expires_at is not None
+    assert (stored.expires_at - stored.created_at).total_seconds() == 30  # type: ignore[operator]
+    for wrong in (0, -5, "soon", True):
+        refused = send(client, {"name": "add", "args": [1, 2], "options": {"expires": wrong}})
+        assert refusal(refused) == (422, "options.expires"), wrong
+
+
 def test_a_topic_is_paused_listed_and_resumed(app: App, client: TestClient) -> None:
     assert client.get("/api/topics/paused").json() == {"paused": []}
     paused = client.post("/api/topics/pause", json={"topic": "mail"})

@@ -147,6 +147,7 @@ CREATE TABLE tasks (
     upstream json,
     errors json,
     meta jsonb,
+    expires double precision,
     CONSTRAINT tasks_attempts_counted CHECK ((attempts >= 0)),
     CONSTRAINT tasks_created_wake TRIGGER DEFERRABLE INITIALLY DEFERRED,
     CONSTRAINT tasks_id_key UNIQUE (id),
@@ -232,6 +233,8 @@ CREATE INDEX tasks_behind_gate ON tenure.tasks USING btree (gate_in) WHERE (gate
 CREATE INDEX tasks_by_group ON tenure.tasks USING btree (group_id, seq) WHERE (group_id IS NOT NULL);
 
 CREATE INDEX tasks_by_status ON tenure.tasks USING btree (status, seq);
+
+CREATE INDEX tasks_expiring ON tenure.tasks USING btree (created_at, seq) WHERE ((status = 'pending'::text) AND (expires IS NOT NULL));
 
 CREATE INDEX tasks_finished ON tenure.tasks USING btree (finished_at) WHERE (status = ANY (ARRAY['done'::text, 'failed'::text, 'cancelled'::text]));
 

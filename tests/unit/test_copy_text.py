@@ -49,6 +49,7 @@ def test_each_task_is_one_line_of_its_own_values() -> None:
             run_at=AT + timedelta(seconds=1),
             unique=rule,
             meta={"who": ODD},
+            expires=90.0,
         ),
         _prepared(topic="t", name="plain", id="id-2", data={"args": []}),
     ]
@@ -56,7 +57,7 @@ def test_each_task_is_one_line_of_its_own_values() -> None:
     lines = text.split("\n")
     assert lines[-1] == "" and len(lines) == 3  # one line per task, each ended
     first, second = (line.split("\t") for line in lines[:2])
-    assert len(first) == len(second) == 21
+    assert len(first) == len(second) == 22
     assert [_read(f) for f in first[:6]] == [
         "id\\1",
         "t",
@@ -78,6 +79,7 @@ def test_each_task_is_one_line_of_its_own_values() -> None:
     assert [_read(f) for f in second[15:20]] == [None] * 5
     assert _read(second[3]) == "plain" and _read(second[12]) is None
     assert json.loads(_read(first[20])) == {"who": ODD} and _read(second[20]) is None
+    assert first[21] == "90.0" and _read(second[21]) is None
 
 
 def test_a_batch_comes_in_chunks_of_whole_lines() -> None:

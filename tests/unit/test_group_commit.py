@@ -42,6 +42,7 @@ TEMPLATE = PreparedTask(
     delay=0.0,
     unique=None,
     meta=None,
+    expires=None,
 )
 
 

@@ -88,6 +88,9 @@ def _enqueue_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kwargs", type=json_value(dict), default={}, help="a JSON object")
     parser.add_argument("--topic", help="without --app: the topic (default: 'default')")
     parser.add_argument("--delay", type=duration, help="run no sooner than this from now")
+    parser.add_argument(
+        "--expires", type=duration, help="start within this from now, or never (cancelled)"
+    )
     parser.add_argument("--priority", type=int, help="higher runs first")
     parser.add_argument("--group", help="a group id")
     parser.add_argument("--sub-topic", help="a sub-topic")
@@ -186,6 +189,7 @@ def _new_task(args: argparse.Namespace, store: Store) -> NewTask:
         "sub_topic": args.sub_topic,
         "description": args.description,
         "meta": None if args.meta is None else dict(_meta_pairs(args.meta) or ()),
+        "expires": args.expires,
     }
     if args.app is None:  # an operator's task: name and topic as given
         return NewTask(

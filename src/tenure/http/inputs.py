@@ -213,6 +213,11 @@ def delay(value: object, field: str) -> float:
     return seconds(value, field, allow_zero=True)
 
 
+def expires(value: object, field: str) -> float:
+    """Seconds after enqueue by which a task must start: more than zero."""
+    return seconds(value, field)
+
+
 def priority(value: object, field: str) -> int:
     """A 32-bit integer, ``3.0`` read as ``3``: JSON has one number type, and
     JSON Schema calls 3.0 an integer."""

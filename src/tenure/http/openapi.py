@@ -51,7 +51,7 @@ from tenure.http.surface import (
     SCHEDULE_FIELDS,
     Operation,
 )
-from tenure.store.topics import PausedTopic
+from tenure.store.flowcontrol import PausedTopic
 from tenure.store.types import EVENT_KINDS, Event, Page, QueueStats, WorkerInfo
 from tenure.task import Status, Task
 from tenure.timetable import zones

@@ -44,6 +44,7 @@ TEXT = Kind(text(), checks.text)
 MOMENT = Kind(TIME, inputs.moment)
 SECONDS = Kind({"type": "number", "exclusiveMinimum": 0, "maximum": MAX_SECONDS}, inputs.span)
 DELAY = Kind({"type": "number", "minimum": 0, "maximum": MAX_SECONDS}, inputs.delay)
+EXPIRES = Kind({"type": "number", "exclusiveMinimum": 0, "maximum": MAX_SECONDS}, inputs.expires)
 PRIORITY = Kind({"type": "integer", "minimum": INT32[0], "maximum": INT32[1]}, inputs.priority)
 DESCRIPTION = Kind(text(MAX_DESCRIPTION_LENGTH), inputs.description)
 TASK_ID = Kind({"type": "string", "minLength": 1, "maxLength": MAX_NAME_LENGTH}, checks.text)
@@ -127,6 +128,7 @@ OPTIONS = (
     Param("description", DESCRIPTION, where="body"),
     Param("id", NEW_ID, where="body"),
     Param("meta", META, where="body"),
+    Param("expires", EXPIRES, where="body"),
 )
 """The ``options`` of an enqueue's body, each named as the API names it and
 read under its keyword of :meth:`~tenure.function.TaskFunction.options`."""

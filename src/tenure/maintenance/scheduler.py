@@ -5,7 +5,8 @@ Each cycle (every ``interval`` seconds, 1 s by default), if this process leads:
 1. supervise leases: revoke tasks whose holders went silent (rollback of lost
    tasks) and wake snoozed tasks whose snooze is over (also halfway between
    cycles, so recovery takes at most one lease time plus one cycle);
-2. enqueue due periodic tasks, once per tick;
+2. enqueue due periodic tasks, once per tick, and end cancelled the pending
+   tasks past their deadline (``expires``), which no worker reserves;
 3. run due observer queries and save their reports, once per slot, and fold
    the task tallies that stats and metrics read;
 4. delete finished tasks and events older than the retention (7 days by
@@ -71,6 +72,8 @@ class CycleReport:
     """What retention left older than the retention (``None``: the cycle did
     not prune)."""
     pruned_reports: int = 0
+    expired_tasks: list[str] = field(default_factory=list)
+    """The tasks ended cancelled for their deadline (at most a batch a cycle)."""
     expired_locks: int = 0
     analyzed: list[str] = field(default_factory=list)
     failed_steps: list[str] = field(default_factory=list)
@@ -133,6 +136,7 @@ class Scheduler:
             return report
         self._step(report, "supervise", lambda: self._supervise(report))
         self._step(report, "periodic", lambda: self._enqueue(report))
+        self._step(report, "expire", lambda: self._expire(report))
         self._step(report, "observe", lambda: self._observe(report))
         self._step(report, "tally", self.store.tally_fold)
         if self.pruner.due():
@@ -168,6 +172,11 @@ class Scheduler:
 
     def _enqueue(self, report: CycleReport) -> None:
         report.enqueued = self.periodic.run_once(self.store)
+
+    def _expire(self, report: CycleReport) -> None:
+        report.expired_tasks = self.store.task_expire()
+        if report.expired_tasks:
+            log.info("ended cancelled past their deadline: %d", len(report.expired_tasks))
 
     def _observe(self, report: CycleReport) -> None:
         report.reports = self.observer.run_once(self.store, self.leadership.owner)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from tenure.store.base import DEFAULT_MAX_PAYLOAD_BYTES, Store
+from tenure.store.flowcontrol import PausedTopic
 from tenure.store.schedules import Schedule, ScheduleSpec
-from tenure.store.topics import PausedTopic
 from tenure.store.types import (
     Completion,
     Event,

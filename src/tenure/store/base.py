@@ -30,13 +30,13 @@ from tenure.store import cursor as cursors
 from tenure.store import validate
 from tenure.store.backend import Positioned
 from tenure.store.eventlog import EventLog
+from tenure.store.flowcontrol import FlowControl
 from tenure.store.flows import Flows
 from tenure.store.grouping import GroupCommit
 from tenure.store.operating import Operating
 from tenure.store.presence import Presence
 from tenure.store.refusals import Answer, briefly, raise_if_refused, refuse_shared_locks
 from tenure.store.schedules import Schedules
-from tenure.store.topics import Topics
 from tenure.store.types import (
     Completion,
     Failure,
@@ -61,7 +61,7 @@ DEFAULT_MAX_PAYLOAD_BYTES = 1 << 20
 """Largest JSON payload or result accepted, in bytes (1 MiB)."""
 
 
-class Store(EventLog, Operating, Presence, Flows, Schedules, Topics):
+class Store(EventLog, Operating, Presence, Flows, Schedules, FlowControl):
     """A place where tasks live. Thread-safe; share one per process."""
 
     def __init__(self, *, max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES) -> None:

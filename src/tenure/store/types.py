@@ -60,6 +60,8 @@ class NewTask:
     delay: float | None = None
     unique: UniqueRule | None = None
     meta: Mapping[str, str] | None = None
+    expires: float | None = None
+    """Seconds after its creation by which it must start, or never run."""
 
 
 @quick_init
@@ -83,6 +85,7 @@ class PreparedTask:
     unique: UniqueRule | None
     meta: dict[str, str] | None
     """Checked, its names sorted (so that it encodes the same way each time)."""
+    expires: float | None
 
     @property
     def meta_json(self) -> str | None:
@@ -114,6 +117,7 @@ class PreparedTask:
             updated_at=at,
             unique_key=None if self.unique is None else self.unique.key,
             meta=self.meta,
+            expires=self.expires,
         )
 
 

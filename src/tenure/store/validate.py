@@ -144,6 +144,7 @@ SHARED_FIELDS = (
     "run_at",
     "delay",
     "meta",
+    "expires",
 )
 """The fields of a task that the tasks of one batch usually share (a task
 function's declaration and options), checked once for a run of them."""
@@ -183,6 +184,7 @@ def prepare(
             shared.delay,
             None if task.unique is None else unique_rule(task.unique),
             shared.meta,
+            shared.expires,
         )
     if task.run_at is not None and task.delay is not None:
         raise InvalidInput("delay", "give run_at or delay, not both")
@@ -205,6 +207,7 @@ def prepare(
         delay=0.0 if task.delay is None else seconds(task.delay, "delay", allow_zero=True),
         unique=None if task.unique is None else unique_rule(task.unique),
         meta=meta(task.meta),
+        expires=None if task.expires is None else seconds(task.expires, "expires"),
     )
 
 

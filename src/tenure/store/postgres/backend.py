@@ -47,9 +47,9 @@ from tenure.store.postgres.driver import (
     translated,
 )
 from tenure.store.postgres.eventlog import PostgresLog
+from tenure.store.postgres.flowcontrol import PostgresFlowControl
 from tenure.store.postgres.notify import Listener, Listening, Polling
 from tenure.store.postgres.params import store_params
-from tenure.store.postgres.paused import PostgresPausedTopics
 from tenure.store.postgres.pooling import Pool
 from tenure.store.postgres.rows import Row
 from tenure.store.postgres.schedules import PostgresSchedules
@@ -75,7 +75,7 @@ ACQUIRE_ATTEMPTS = 3
 
 
 class PostgresStore(
-    Listening, PostgresLog, PostgresSchedules, PostgresPausedTopics, SqlReads, Store
+    Listening, PostgresLog, PostgresSchedules, PostgresFlowControl, SqlReads, Store
 ):
     """Tasks in a PostgreSQL database (``postgresql://user@host:port/dbname``).
 

@@ -121,7 +121,8 @@ def copy_text(tasks: Sequence[PreparedTask], at: datetime) -> Iterator[str]:
         unique = _NO_RULE if task.unique is None else _rule(task.unique)
         meta = _field(task.meta_json)
         lines.append(
-            f"{_text(task.id)}\t{left}\t{_text(task.data_json)}\t{right}\t{unique}\t{meta}\n"
+            f"{_text(task.id)}\t{left}\t{_text(task.data_json)}\t{right}\t{unique}\t{meta}"
+            f"\t{_field(task.expires)}\n"
         )
         if len(lines) == COPY_CHUNK_ROWS:
             yield "".join(lines)

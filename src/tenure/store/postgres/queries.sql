@@ -26,7 +26,7 @@ t.seq, t.id, t.topic, t.sub_topic, t.name, t.status, t.data, t.result, t.error, 
 t.description, t.priority, t.attempts, t.max_attempts, t.tags, t.assignee, t.timeout,
 t.run_at, t.created_at, t.updated_at, t.started_at, t.finished_at, t.duration,
 t.lease_owner, t.lease_expires_at, t.lease_token, t.lease_seconds, t.record_ver, t.unique_key,
-t.progress, t.progress_note, t.gate_in, t.gate_out, t.upstream, t.errors, t.meta
+t.progress, t.progress_note, t.gate_in, t.gate_out, t.upstream, t.errors, t.meta, t.expires
 
 -- What a batch holder write answers with (TaskState): no payloads sent back.
 -- fragment: task_state
@@ -37,7 +37,7 @@ t.id, t.status, t.attempts, t.record_ver
 -- fragment: new_task_columns
 id, topic, sub_topic, name, status, data, group_id, description, priority,
 max_attempts, tags, timeout, run_at, created_at, updated_at,
-unique_key, unique_lock, unique_on_conflict, unique_ttl, unique_retry_in, meta
+unique_key, unique_lock, unique_on_conflict, unique_ttl, unique_retry_in, meta, expires
 
 -- One statement creates the whole batch. (The name is SQLite's, whose
 -- insert_task runs once per task.) A flow's tasks (Store.flow_create) also
@@ -52,17 +52,17 @@ SELECT n.id, n.topic, n.sub_topic, n.name, COALESCE(n.status, 'pending'), n.data
                                            + make_interval(secs => n.delay) END),
        COALESCE(%(now)s::timestamptz, now()), COALESCE(%(now)s::timestamptz, now()),
        n.unique_key, n.unique_lock, n.unique_on_conflict, n.unique_ttl, n.unique_retry_in,
-       n.meta::jsonb, n.gate_in, n.gate_out
+       n.meta::jsonb, n.expires, n.gate_in, n.gate_out
 FROM ROWS FROM (json_to_recordset(%(tasks)s::json) AS (
     id text, topic text, sub_topic text, name text, data text, group_id text,
     description text, priority bigint, max_attempts bigint, tags text[], timeout float8,
     run_at timestamptz, delay float8, unique_key text, unique_lock text,
     unique_on_conflict text, unique_ttl float8, unique_retry_in float8,
-    status text, gate_in text, gate_out text, meta text
+    status text, gate_in text, gate_out text, meta text, expires float8
 )) WITH ORDINALITY AS n(
     id, topic, sub_topic, name, data, group_id, description, priority, max_attempts, tags,
     timeout, run_at, delay, unique_key, unique_lock, unique_on_conflict, unique_ttl,
-    unique_retry_in, status, gate_in, gate_out, meta, ord
+    unique_retry_in, status, gate_in, gate_out, meta, expires, ord
 )
 -- seq follows the caller's order. The rest of each task is what was sent.
 ORDER BY n.ord
@@ -92,7 +92,8 @@ VALUES (
                   + make_interval(secs => %(delay)s::float8) END),
     COALESCE(%(now)s::timestamptz, now()), COALESCE(%(now)s::timestamptz, now()),
     %(unique_key)s::text, %(unique_lock)s::text, %(unique_on_conflict)s::text,
-    %(unique_ttl)s::float8, %(unique_retry_in)s::float8, %(meta)s::jsonb
+    %(unique_ttl)s::float8, %(unique_retry_in)s::float8, %(meta)s::jsonb,
+    %(expires)s::float8
 )
 RETURNING t.id, t.created_at, t.run_at;
 
@@ -237,6 +238,8 @@ WITH picked AS MATERIALIZED (
       AND (run_at IS NULL OR run_at <= COALESCE(%(now)s::timestamptz, now()))
       AND tags <@ %(tags)s::text[]
       AND topic <> ALL (ARRAY(SELECT p.topic FROM {schema}.paused_topics AS p))
+      AND (expires IS NULL OR created_at + make_interval(secs => expires)
+                              > COALESCE(%(now)s::timestamptz, now()))
     ORDER BY priority DESC, seq
     LIMIT %(limit)s::bigint
     FOR UPDATE SKIP LOCKED
@@ -255,6 +258,8 @@ WITH picked AS MATERIALIZED (
       AND topic = %(topic)s::text
       AND tags <@ %(tags)s::text[]
       AND NOT EXISTS (SELECT 1 FROM {schema}.paused_topics AS p WHERE p.topic = %(topic)s::text)
+      AND (expires IS NULL OR created_at + make_interval(secs => expires)
+                              > COALESCE(%(now)s::timestamptz, now()))
     ORDER BY priority DESC, seq
     LIMIT %(limit)s::bigint
     FOR UPDATE SKIP LOCKED
@@ -280,6 +285,8 @@ WITH picked AS MATERIALIZED (
           AND (run_at IS NULL OR run_at <= COALESCE(%(now)s::timestamptz, now()))
           AND topic = wanted.topic
           AND tags <@ %(tags)s::text[]
+          AND (expires IS NULL OR created_at + make_interval(secs => expires)
+                                  > COALESCE(%(now)s::timestamptz, now()))
         ORDER BY priority DESC, seq
         LIMIT %(limit)s::bigint
         FOR UPDATE SKIP LOCKED
@@ -298,6 +305,30 @@ INSERT INTO {schema}.paused_topics AS p (topic, paused_at)
 VALUES (%(topic)s::text, COALESCE(%(now)s::timestamptz, now()))
 ON CONFLICT (topic) DO UPDATE SET paused_at = p.paused_at
 RETURNING topic, paused_at;
+
+-- Tasks past their deadline (Task.expires) that never started end cancelled,
+-- their error saying so, the oldest first, at most :limit. A retry that comes
+-- due after the deadline is one of them: the deadline counts from creation.
+-- (Picked in a MATERIALIZED CTE, as reserve's are: the planner may run an
+-- "IN (SELECT ... LIMIT)" again per row, past its limit.)
+-- name: expire_tasks
+WITH picked AS MATERIALIZED (
+    SELECT seq FROM {schema}.tasks
+    WHERE status = 'pending' AND expires IS NOT NULL
+      AND created_at + make_interval(secs => expires) <= COALESCE(%(now)s::timestamptz, now())
+    ORDER BY created_at, seq
+    LIMIT %(limit)s::bigint
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE {schema}.tasks AS t
+SET status = 'cancelled',
+    finished_at = COALESCE(%(now)s::timestamptz, now()),
+    error = {schema}.tenure_stamped(%(error)s::json, t.attempts),
+    record_ver = t.record_ver + 1,
+    updated_at = COALESCE(%(now)s::timestamptz, now())
+FROM picked
+WHERE t.seq = picked.seq AND t.status = 'pending'
+RETURNING t.id;
 
 -- A resume wakes the workers that wait on the topic, as a new task would.
 -- name: topic_resume

@@ -122,6 +122,7 @@ def _insert_row(task: PreparedTask) -> dict[str, Any]:
         "delay": task.delay,
         **unique_columns(task.unique),
         "meta": task.meta_json,
+        "expires": task.expires,
     }
 
 

@@ -34,7 +34,7 @@ from tenure.store.flows import gate_taken, placed
 from tenure.store.refusals import LOST_ERROR, NO_TRANSACTION, Answer, admin_refusal, refusal
 from tenure.store.sqlite import eventlog, is_memory_path, rows, schema, unique
 from tenure.store.sqlite.connections import Connections, begin_write, translated
-from tenure.store.sqlite.paused import SQLitePausedTopics
+from tenure.store.sqlite.flowcontrol import SQLiteFlowControl
 from tenure.store.sqlite.schedules import SQLiteSchedules
 from tenure.store.sqlite.schema import Q
 from tenure.store.sqlite.watching import Watching
@@ -74,7 +74,7 @@ def scratch_directory(path: str | Path) -> tempfile.TemporaryDirectory[str] | No
     return None
 
 
-class SQLiteStore(Watching, SQLiteSchedules, SQLitePausedTopics, SqlReads, Store):
+class SQLiteStore(Watching, SQLiteSchedules, SQLiteFlowControl, SqlReads, Store):
     """Tasks in one SQLite database file (WAL mode)."""
 
     caller_connection = "a sqlite3.Connection"

@@ -37,12 +37,12 @@ INSERT INTO tenure_tasks (
     id, topic, sub_topic, name, status, data, group_id, description, priority,
     max_attempts, tags, timeout, run_at, created_at, updated_at,
     unique_key, unique_lock, unique_on_conflict, unique_ttl, unique_retry_in,
-    gate_in, gate_out, meta
+    gate_in, gate_out, meta, expires
 ) VALUES (
     ?1, ?2, ?3, ?4, ?19, ?5, ?6, ?7, ?8,
     ?9, ?10, ?11, ?12, ?13, ?13,
     ?14, ?15, ?16, ?17, ?18,
-    ?20, ?21, ?22
+    ?20, ?21, ?22, ?23
 );
 
 -- A flow's gates, each with all its members remaining.
@@ -137,6 +137,7 @@ WHERE seq IN (
     SELECT seq FROM tenure_tasks INDEXED BY tenure_tasks_pending
     WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
       AND topic NOT IN (SELECT topic FROM tenure_paused_topics)
+      AND (expires IS NULL OR created_at + expires > :now)
       AND (tags = '[]' OR NOT EXISTS (
           SELECT 1 FROM json_each(tenure_tasks.tags) AS t
           WHERE t.value NOT IN (SELECT value FROM json_each(:tags))))
@@ -152,6 +153,7 @@ WHERE seq IN (
     WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
       AND topic = :topic
       AND :topic NOT IN (SELECT topic FROM tenure_paused_topics)
+      AND (expires IS NULL OR created_at + expires > :now)
       AND (tags = '[]' OR NOT EXISTS (
           SELECT 1 FROM json_each(tenure_tasks.tags) AS t
           WHERE t.value NOT IN (SELECT value FROM json_each(:tags))))
@@ -167,6 +169,7 @@ WHERE seq IN (
     WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
       AND topic IN (SELECT value FROM json_each(:topics)
                     WHERE value NOT IN (SELECT topic FROM tenure_paused_topics))
+      AND (expires IS NULL OR created_at + expires > :now)
       AND (tags = '[]' OR NOT EXISTS (
           SELECT 1 FROM json_each(tenure_tasks.tags) AS t
           WHERE t.value NOT IN (SELECT value FROM json_each(:tags))))
@@ -598,6 +601,7 @@ PRAGMA data_version;
 SELECT 1 FROM tenure_tasks INDEXED BY tenure_tasks_pending
 WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
   AND topic NOT IN (SELECT topic FROM tenure_paused_topics)
+  AND (expires IS NULL OR created_at + expires > :now)
 LIMIT 1;
 
 -- name: runnable_topics
@@ -606,7 +610,27 @@ WHERE status = 'pending'
   AND topic IN (SELECT value FROM json_each(:topics)
                 WHERE value NOT IN (SELECT topic FROM tenure_paused_topics))
   AND (run_at IS NULL OR run_at <= :now)
+  AND (expires IS NULL OR created_at + expires > :now)
 LIMIT 1;
+
+-- Tasks past their deadline (Task.expires) that never started end cancelled,
+-- their error saying so, the oldest first, at most :limit. A retry that comes
+-- due after the deadline is one of them: the deadline counts from creation.
+-- name: expire_tasks
+UPDATE tenure_tasks
+SET status = 'cancelled',
+    finished_at = :now,
+    error = json_set(:error, '$.attempt', attempts),
+    errors = {errors_kept},
+    record_ver = record_ver + 1,
+    updated_at = :now
+WHERE seq IN (
+    SELECT seq FROM tenure_tasks INDEXED BY tenure_tasks_expiring
+    WHERE status = 'pending' AND expires IS NOT NULL AND created_at + expires <= :now
+    ORDER BY created_at, seq
+    LIMIT :limit
+)
+RETURNING id;
 
 -- Paused topics (0012_flow_control.sql): the reserve statements above take
 -- no task of one. Pausing a paused topic keeps its first time.

@@ -112,8 +112,9 @@ INSERT_COLUMNS = (
     "gate_in",
     "gate_out",
     "meta",
+    "expires",
 )
-"""The values of ``insert_task``, in the order of its placeholders ?1 … ?22."""
+"""The values of ``insert_task``, in the order of its placeholders ?1 … ?23."""
 RUN_AT = INSERT_COLUMNS.index("run_at")
 
 
@@ -139,6 +140,7 @@ def insert_row(
         *(_NO_UNIQUE if task.unique is None else unique_columns(task.unique).values()),
         *where,
         task.meta_json,
+        task.expires,
     )
 
 

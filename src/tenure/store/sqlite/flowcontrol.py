@@ -1,18 +1,22 @@
-"""The SQLite store's paused topics: the backend methods behind
-:class:`~tenure.store.topics.Topics`, each a statement in its own transaction."""
+"""The SQLite store's flow control: the backend methods behind
+:class:`~tenure.store.flowcontrol.FlowControl`, each a statement in its own
+transaction."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from contextlib import AbstractContextManager
 from datetime import datetime
 
 from tenure.clock import epoch_or_now, from_epoch
+from tenure.store.flowcontrol import EXPIRED, PausedTopic
 from tenure.store.sqlite.schema import Q
-from tenure.store.topics import PausedTopic
+
+EXPIRED_JSON = json.dumps(EXPIRED.stored())
 
 
-class SQLitePausedTopics:
+class SQLiteFlowControl:
     """Mixed into :class:`~tenure.store.sqlite.SQLiteStore`, which provides its
     connections."""
 
@@ -32,6 +36,11 @@ class SQLitePausedTopics:
     def _topic_resume(self, topic: str) -> bool:
         with self._write() as conn:
             return bool(conn.execute(Q["topic_resume"], {"topic": topic}).fetchall())
+
+    def _task_expire(self, limit: int, now: datetime | None) -> list[str]:
+        params = {"limit": limit, "now": epoch_or_now(now), "error": EXPIRED_JSON}
+        with self._write() as conn:
+            return [row["id"] for row in conn.execute(Q["expire_tasks"], params).fetchall()]
 
     def _topics_paused(self) -> list[PausedTopic]:
         with self._use() as conn:

@@ -1,16 +1,17 @@
-"""The PostgreSQL store's paused topics: the backend methods behind
-:class:`~tenure.store.topics.Topics`, each one statement."""
+"""The PostgreSQL store's flow control: the backend methods behind
+:class:`~tenure.store.flowcontrol.FlowControl`, each one statement."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
+from tenure.store.flowcontrol import EXPIRED, PausedTopic
 from tenure.store.postgres.rows import Row
-from tenure.store.topics import PausedTopic
 
 
-class PostgresPausedTopics:
+class PostgresFlowControl:
     """Mixed into :class:`~tenure.store.postgres.PostgresStore`, which runs its
     schema's statements."""
 
@@ -23,6 +24,10 @@ class PostgresPausedTopics:
 
     def _topic_resume(self, topic: str) -> bool:
         return bool(self._read("topic_resume", {"topic": topic}))
+
+    def _task_expire(self, limit: int, now: datetime | None) -> list[str]:
+        params = {"limit": limit, "now": now, "error": json.dumps(EXPIRED.stored())}
+        return [row["id"] for row in self._read("expire_tasks", params)]
 
     def _topics_paused(self) -> list[PausedTopic]:
         return [paused(row) for row in self._read("topics_paused", {})]

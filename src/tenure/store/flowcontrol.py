@@ -1,0 +1,74 @@
+"""Flow control in the store: what holds enqueued tasks back from starting,
+for every worker that shares the store.
+
+**Paused topics**: an operator's stop on a topic's new starts. A pause is a row
+the reserve statements read themselves: no worker reserves a task of a paused
+topic from the moment the pause commits, on every machine, and across
+restarts. Tasks running when it comes run on to their end; pending ones wait,
+and spend no attempt. A resume deletes the row, and wakes the waiting workers.
+
+**Deadlines**: a task with ``expires`` must start within that many seconds of
+its creation. Past it, the reserve statements skip it, so it never starts late
+whatever the sweep's pace; the scheduler's sweep (:meth:`FlowControl.task_expire`)
+ends it cancelled, its error saying why.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from dataclasses import dataclass
+from datetime import datetime
+
+from tenure.store import validate
+from tenure.task import TaskError
+
+
+@dataclass(frozen=True, slots=True)
+class PausedTopic:
+    """A topic whose tasks no worker starts, since ``paused_at``."""
+
+    topic: str
+    paused_at: datetime
+
+
+EXPIRED = TaskError("Expired", "not started by its deadline (expires)")
+"""The error of a task that expired before it started."""
+
+EXPIRE_BATCH = 1000
+"""Most tasks one sweep statement cancels."""
+
+
+class FlowControl:
+    """Paused topics and deadlines (mixed into :class:`~tenure.store.Store`)."""
+
+    def task_expire(self, *, limit: int = EXPIRE_BATCH, now: datetime | None = None) -> list[str]:
+        """Cancel the pending tasks past their deadline, at most ``limit``, the
+        oldest first, each with :data:`EXPIRED` as its error; their ids."""
+        limit = validate.integer(limit, "limit", minimum=1)
+        return self._task_expire(limit, validate.moment(now, "now"))
+
+    def topic_pause(self, topic: str, *, now: datetime | None = None) -> PausedTopic:
+        """Stop workers reserving ``topic``'s tasks; pausing it again keeps
+        the first pause's time."""
+        return self._topic_pause(validate.text(topic, "topic"), validate.moment(now, "now"))
+
+    def topic_resume(self, topic: str) -> bool:
+        """Let workers reserve ``topic``'s tasks again; ``False`` if it was
+        not paused."""
+        return self._topic_resume(validate.text(topic, "topic"))
+
+    def topics_paused(self) -> list[PausedTopic]:
+        """The paused topics, by name."""
+        return self._topics_paused()
+
+    @abstractmethod
+    def _topic_pause(self, topic: str, now: datetime | None) -> PausedTopic: ...
+
+    @abstractmethod
+    def _topic_resume(self, topic: str) -> bool: ...
+
+    @abstractmethod
+    def _topics_paused(self) -> list[PausedTopic]: ...
+
+    @abstractmethod
+    def _task_expire(self, limit: int, now: datetime | None) -> list[str]: ...
