@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
@@ -234,16 +234,10 @@ class Task:
     """What it was enqueued with to be found by (``options(meta={"customer":
     "c-42"})``): names and values, both text; ``tenure tasks --meta`` filters
     on them."""
-    expires: float | None = None
-    """Seconds after its creation (the store's clock) by which it must start:
-    past them it is never reserved, and ends cancelled instead of running late."""
-
-    @property
-    def expires_at(self) -> datetime | None:
-        """When it expires, if it does (:attr:`expires` after its creation)."""
-        if self.expires is None or self.created_at is None:
-            return None
-        return self.created_at + timedelta(seconds=self.expires)
+    expires_at: datetime | None = None
+    """Its deadline (``expires`` seconds after its creation, on the store's
+    clock): past it, it is never reserved, and ends cancelled instead of
+    running late."""
 
     @property
     def finished(self) -> bool:

@@ -5,6 +5,7 @@ comes from $TENURE_URL."""
 from __future__ import annotations
 
 import os
+import time
 
 import tenure
 
@@ -24,3 +25,11 @@ def hoard(megabytes: int) -> int:
     """Keep ``megabytes`` of touched memory for good, and say where."""
     HOARD.append(os.urandom(megabytes * 1_000_000))
     return os.getpid()
+
+
+@app.task(topic="recycled")
+def begins(nap: float) -> float:
+    """Say when it really began (the wall clock), after a nap."""
+    began = time.time()
+    time.sleep(nap)
+    return began

@@ -146,3 +146,10 @@ def test_a_field_that_may_be_null_takes_null_where_it_lists_its_values(app: App)
     )
     assert validator.is_valid({"task": None, "paused": True})
     assert validator.is_valid({"task": "add"}) and not validator.is_valid({"task": "nope"})
+    # A new schedule's args and kwargs may be null (left out), where its task takes none.
+    new = jsonschema_rs.Draft202012Validator(
+        {"components": {"schemas": schemas}, "$ref": "#/components/schemas/NewSchedule"}
+    )
+    flexible = {"name": "x", "task": "flexible", "every": 5, "args": None, "kwargs": None}
+    assert new.is_valid(flexible)
+    assert not new.is_valid({**flexible, "task": "add"})  # add needs two arguments

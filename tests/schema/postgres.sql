@@ -147,7 +147,7 @@ CREATE TABLE tasks (
     upstream json,
     errors json,
     meta jsonb,
-    expires double precision,
+    expires_at timestamp with time zone,
     CONSTRAINT tasks_attempts_counted CHECK ((attempts >= 0)),
     CONSTRAINT tasks_created_wake TRIGGER DEFERRABLE INITIALLY DEFERRED,
     CONSTRAINT tasks_id_key UNIQUE (id),
@@ -234,7 +234,7 @@ CREATE INDEX tasks_by_group ON tenure.tasks USING btree (group_id, seq) WHERE (g
 
 CREATE INDEX tasks_by_status ON tenure.tasks USING btree (status, seq);
 
-CREATE INDEX tasks_expiring ON tenure.tasks USING btree (created_at, seq) WHERE ((status = 'pending'::text) AND (expires IS NOT NULL));
+CREATE INDEX tasks_expiring ON tenure.tasks USING btree (expires_at, seq) WHERE ((status = 'pending'::text) AND (expires_at IS NOT NULL));
 
 CREATE INDEX tasks_finished ON tenure.tasks USING btree (finished_at) WHERE (status = ANY (ARRAY['done'::text, 'failed'::text, 'cancelled'::text]));
 

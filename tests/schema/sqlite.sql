@@ -136,7 +136,7 @@ CREATE TABLE "tenure_tasks" (
     gate_in            TEXT,
     gate_out           TEXT,
     upstream           TEXT,
-    errors             TEXT, meta TEXT, expires REAL,
+    errors             TEXT, meta TEXT, expires_at REAL,
     CHECK ((status = 'running') = (lease_owner IS NOT NULL))
 );
 
@@ -186,8 +186,8 @@ CREATE INDEX tenure_tasks_by_group ON tenure_tasks (group_id, seq) WHERE group_i
 CREATE INDEX tenure_tasks_by_status ON tenure_tasks (status, seq);
 
 -- index tenure_tasks_expiring
-CREATE INDEX tenure_tasks_expiring ON tenure_tasks (created_at)
-    WHERE status = 'pending' AND expires IS NOT NULL;
+CREATE INDEX tenure_tasks_expiring ON tenure_tasks (expires_at, seq)
+    WHERE status = 'pending' AND expires_at IS NOT NULL;
 
 -- index tenure_tasks_finished
 CREATE INDEX tenure_tasks_finished ON tenure_tasks (finished_at)

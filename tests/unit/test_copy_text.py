@@ -79,7 +79,8 @@ def test_each_task_is_one_line_of_its_own_values() -> None:
     assert [_read(f) for f in second[15:20]] == [None] * 5
     assert _read(second[3]) == "plain" and _read(second[12]) is None
     assert json.loads(_read(first[20])) == {"who": ODD} and _read(second[20]) is None
-    assert first[21] == "90.0" and _read(second[21]) is None
+    assert datetime.fromisoformat(first[21]) == AT + timedelta(seconds=90)
+    assert _read(second[21]) is None
 
 
 def test_a_batch_comes_in_chunks_of_whole_lines() -> None:

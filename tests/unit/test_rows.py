@@ -130,6 +130,6 @@ def test_the_sqlite_insert_binds_each_value_to_its_own_column() -> None:
         "gate_in": None,
         "gate_out": None,
         "meta": '{"k": "v\\t\\"x"}',
-        "expires": 90.0,
+        "expires_at": 95.0,
     }
     assert list(values)[sqlite_rows.RUN_AT] == "run_at"

@@ -59,7 +59,9 @@ def _given(params: list[inspect.Parameter], k: int, *, open_ended: bool) -> Sche
     taken = [p.name for p in positional[:k] if p.kind is _KIND.POSITIONAL_OR_KEYWORD]
     needed = [p.name for p in by_keyword if p.default is _KIND.empty]
     kwargs: Schema = {
-        "type": "object",
+        # null stands for {} where a body takes it so (a schedule's): the body's
+        # own schema says whether it may be null.
+        "type": ["object", "null"] if not needed else "object",
         "properties": {
             **{p.name: {} for p in by_keyword},
             **{name: {"not": {}} for name in taken},  # given twice: by position and by name
@@ -67,7 +69,7 @@ def _given(params: list[inspect.Parameter], k: int, *, open_ended: bool) -> Sche
         "required": needed,
         "additionalProperties": var_kwargs,  # **kwargs takes any other name
     }
-    args: Schema = {"type": "array", "minItems": k}
+    args: Schema = {"type": "array" if k else ["array", "null"], "minItems": k}
     if not open_ended:
         args["maxItems"] = k
     # Left out, args is [] and kwargs is {}: a call that needs either must give it.

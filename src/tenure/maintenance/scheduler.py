@@ -50,12 +50,17 @@ from tenure.maintenance.periodic import Lookup, Periodic, PeriodicEnqueuer
 from tenure.maintenance.retention import BUDGET, Retention
 from tenure.maintenance.supervisor import Supervisor
 from tenure.store import Store
+from tenure.store.flowcontrol import EXPIRE_BATCH
 from tenure.store.types import Backlog, Report
 from tenure.task import Task
 
 log = logging.getLogger("tenure.scheduler")
 
 DEFAULT_RETENTION = 7 * 24 * 3600.0
+
+
+EXPIRE_BUDGET = 0.5
+"""Seconds a cycle spends at most sweeping tasks past their deadline."""
 
 
 @dataclass(slots=True)
@@ -174,7 +179,15 @@ class Scheduler:
         report.enqueued = self.periodic.run_once(self.store)
 
     def _expire(self, report: CycleReport) -> None:
-        report.expired_tasks = self.store.task_expire()
+        """Sweep the tasks past their deadline, a batch at a time, for at most
+        :data:`EXPIRE_BUDGET` seconds: a burst of them is not left for reserves
+        to walk past for long."""
+        deadline = self.clock() + EXPIRE_BUDGET
+        while True:
+            swept = self.store.task_expire(limit=EXPIRE_BATCH)
+            report.expired_tasks += swept
+            if len(swept) < EXPIRE_BATCH or self.clock() >= deadline:
+                break
         if report.expired_tasks:
             log.info("ended cancelled past their deadline: %d", len(report.expired_tasks))
 

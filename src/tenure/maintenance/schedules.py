@@ -65,7 +65,7 @@ class Schedules:
         """Enqueue ``task`` (a registered task or its name) with ``args`` and
         ``kwargs`` on ``schedule``: a cron expression read in ``tz`` or an
         interval in seconds. It starts from now. ``ScheduleExists`` if the name
-        is taken in the store; ``InvalidInput`` if this App declares it in code."""
+        is taken in the store; ``ScheduleConflict`` if this App declares it in code."""
         if any(p.name == name for p in self._periodics):
             raise ScheduleConflict(name, "name", f"{name!r} is declared in code with @app.periodic")
         spec = ScheduleSpec(name, _name_of(task), schedule, tz, tuple(args), kwargs or {}, catch_up)

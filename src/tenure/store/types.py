@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from tenure import serializer
@@ -117,7 +117,7 @@ class PreparedTask:
             updated_at=at,
             unique_key=None if self.unique is None else self.unique.key,
             meta=self.meta,
-            expires=self.expires,
+            expires_at=None if self.expires is None else at + timedelta(seconds=self.expires),
         )
 
 

@@ -30,6 +30,17 @@ class Held:
     cancel watch leave it alone (the worker settles it when the task returns)."""
 
 
+def past_deadline(held: Held) -> bool:
+    """Whether ``held``'s task reached its deadline while it waited here: the
+    time it had left when reserved, by the store's clock (``expires_at`` less
+    ``started_at``), measured since by this process's monotonic clock."""
+    task = held.task
+    if task.expires_at is None or task.started_at is None:
+        return False
+    left = (task.expires_at - task.started_at).total_seconds()
+    return time.monotonic() - held.started >= left
+
+
 class Holdings:
     """The tasks a worker holds, safe to use from its threads.
 

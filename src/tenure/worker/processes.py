@@ -146,6 +146,7 @@ class ProcessExecutor:
             self._free.put(child)
         self._running: dict[str, _Child] = {}
         self._lock = threading.Lock()
+        self._closing = False
 
     def submit(self, task: Task, lease: Lease, deliver: Deliver, claim: Claim) -> None:
         def run() -> None:
@@ -159,11 +160,11 @@ class ProcessExecutor:
             ending = child.run(task, lease, self._progress)
             with self._lock:
                 self._running.pop(task.id, None)
-            if self._recycle is not None:
-                child.recycle_if(self._recycle)
-            self._free.put(child)
             if ending is not None:
                 deliver(task.id, ending)
+            if self._recycle is not None and not self._closing:
+                child.recycle_if(self._recycle)  # after the ending: it waits on no exit
+            self._free.put(child)
 
         threading.Thread(target=run, name=f"tenure-proc-{task.id}", daemon=True).start()
 
@@ -178,6 +179,7 @@ class ProcessExecutor:
         those still there after a few seconds (one deadline for all)."""
         with self._lock:
             running = set(self._running.values())
+            self._closing = True
         for child in self._children:
             if child in running:
                 child.kill()

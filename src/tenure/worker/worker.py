@@ -35,6 +35,7 @@ from tenure.ids import default_owner
 from tenure.registry import Registry
 from tenure.retry import Backoff
 from tenure.store import ReserveParams, Store
+from tenure.store.flowcontrol import EXPIRED
 from tenure.store.types import WorkerInfo
 from tenure.store.url import describe_url, open_patiently
 from tenure.store.waking import Wakeups
@@ -43,12 +44,12 @@ from tenure.worker.completer import BATCH as ENDINGS_BATCH
 from tenure.worker.completer import Completer
 from tenure.worker.executors import Executor, make_executor
 from tenure.worker.heartbeat import Heartbeat, this_host
-from tenure.worker.held import Held, Holdings
+from tenure.worker.held import Held, Holdings, past_deadline
 from tenure.worker.keepalive import Keepalive
 from tenure.worker.prefetch import Prefetch
 from tenure.worker.processes import recycle_for
 from tenure.worker.progress import ProgressWriter
-from tenure.worker.runner import Ending
+from tenure.worker.runner import Cancelled, Ending
 from tenure.worker.serving import untakeable
 from tenure.worker.telling import Teller, fields
 from tenure.worker.unknown import DEFAULT_GRACE, UnknownNames
@@ -367,11 +368,17 @@ class Worker:
             held.task,
             held.lease,
             lambda _, ending: deliver(held, ending),
-            lambda _: self._claim(held),
+            lambda _: self._claim(held, deliver),
         )
 
-    def _claim(self, held: Held) -> bool:
-        """Let the execution of ``held`` begin, unless it was given up meanwhile."""
+    def _claim(self, held: Held, deliver: Callable[[Held, Ending], None]) -> bool:
+        """Let the execution of ``held`` begin, unless it was given up meanwhile,
+        or its deadline passed while it waited in this worker (reserved ahead):
+        then it ends cancelled, never started."""
+        if past_deadline(held):
+            if self.holdings.claim(held):
+                deliver(held, Cancelled(EXPIRED))
+            return False
         if not self.holdings.claim(held):
             return False
         self._teller.started(held)

@@ -26,7 +26,7 @@ batch differ only in their id and data.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from psycopg.rows import tuple_row
 
@@ -122,7 +122,7 @@ def copy_text(tasks: Sequence[PreparedTask], at: datetime) -> Iterator[str]:
         meta = _field(task.meta_json)
         lines.append(
             f"{_text(task.id)}\t{left}\t{_text(task.data_json)}\t{right}\t{unique}\t{meta}"
-            f"\t{_field(task.expires)}\n"
+            f"\t{_field(None if task.expires is None else at + timedelta(seconds=task.expires))}\n"
         )
         if len(lines) == COPY_CHUNK_ROWS:
             yield "".join(lines)

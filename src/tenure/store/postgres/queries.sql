@@ -26,7 +26,7 @@ t.seq, t.id, t.topic, t.sub_topic, t.name, t.status, t.data, t.result, t.error, 
 t.description, t.priority, t.attempts, t.max_attempts, t.tags, t.assignee, t.timeout,
 t.run_at, t.created_at, t.updated_at, t.started_at, t.finished_at, t.duration,
 t.lease_owner, t.lease_expires_at, t.lease_token, t.lease_seconds, t.record_ver, t.unique_key,
-t.progress, t.progress_note, t.gate_in, t.gate_out, t.upstream, t.errors, t.meta, t.expires
+t.progress, t.progress_note, t.gate_in, t.gate_out, t.upstream, t.errors, t.meta, t.expires_at
 
 -- What a batch holder write answers with (TaskState): no payloads sent back.
 -- fragment: task_state
@@ -37,7 +37,7 @@ t.id, t.status, t.attempts, t.record_ver
 -- fragment: new_task_columns
 id, topic, sub_topic, name, status, data, group_id, description, priority,
 max_attempts, tags, timeout, run_at, created_at, updated_at,
-unique_key, unique_lock, unique_on_conflict, unique_ttl, unique_retry_in, meta, expires
+unique_key, unique_lock, unique_on_conflict, unique_ttl, unique_retry_in, meta, expires_at
 
 -- One statement creates the whole batch. (The name is SQLite's, whose
 -- insert_task runs once per task.) A flow's tasks (Store.flow_create) also
@@ -52,7 +52,11 @@ SELECT n.id, n.topic, n.sub_topic, n.name, COALESCE(n.status, 'pending'), n.data
                                            + make_interval(secs => n.delay) END),
        COALESCE(%(now)s::timestamptz, now()), COALESCE(%(now)s::timestamptz, now()),
        n.unique_key, n.unique_lock, n.unique_on_conflict, n.unique_ttl, n.unique_retry_in,
-       n.meta::jsonb, n.expires, n.gate_in, n.gate_out
+       n.meta::jsonb,
+       -- A deadline in seconds is kept as the moment it falls on, by the same clock.
+       CASE WHEN n.expires IS NOT NULL THEN COALESCE(%(now)s::timestamptz, now())
+                                            + make_interval(secs => n.expires) END,
+       n.gate_in, n.gate_out
 FROM ROWS FROM (json_to_recordset(%(tasks)s::json) AS (
     id text, topic text, sub_topic text, name text, data text, group_id text,
     description text, priority bigint, max_attempts bigint, tags text[], timeout float8,
@@ -93,7 +97,8 @@ VALUES (
     COALESCE(%(now)s::timestamptz, now()), COALESCE(%(now)s::timestamptz, now()),
     %(unique_key)s::text, %(unique_lock)s::text, %(unique_on_conflict)s::text,
     %(unique_ttl)s::float8, %(unique_retry_in)s::float8, %(meta)s::jsonb,
-    %(expires)s::float8
+    CASE WHEN %(expires)s::float8 IS NOT NULL THEN COALESCE(%(now)s::timestamptz, now())
+         + make_interval(secs => %(expires)s::float8) END
 )
 RETURNING t.id, t.created_at, t.run_at;
 
@@ -238,8 +243,7 @@ WITH picked AS MATERIALIZED (
       AND (run_at IS NULL OR run_at <= COALESCE(%(now)s::timestamptz, now()))
       AND tags <@ %(tags)s::text[]
       AND topic <> ALL (ARRAY(SELECT p.topic FROM {schema}.paused_topics AS p))
-      AND (expires IS NULL OR created_at + make_interval(secs => expires)
-                              > COALESCE(%(now)s::timestamptz, now()))
+      AND (expires_at IS NULL OR expires_at > COALESCE(%(now)s::timestamptz, now()))
     ORDER BY priority DESC, seq
     LIMIT %(limit)s::bigint
     FOR UPDATE SKIP LOCKED
@@ -258,8 +262,7 @@ WITH picked AS MATERIALIZED (
       AND topic = %(topic)s::text
       AND tags <@ %(tags)s::text[]
       AND NOT EXISTS (SELECT 1 FROM {schema}.paused_topics AS p WHERE p.topic = %(topic)s::text)
-      AND (expires IS NULL OR created_at + make_interval(secs => expires)
-                              > COALESCE(%(now)s::timestamptz, now()))
+      AND (expires_at IS NULL OR expires_at > COALESCE(%(now)s::timestamptz, now()))
     ORDER BY priority DESC, seq
     LIMIT %(limit)s::bigint
     FOR UPDATE SKIP LOCKED
@@ -285,8 +288,7 @@ WITH picked AS MATERIALIZED (
           AND (run_at IS NULL OR run_at <= COALESCE(%(now)s::timestamptz, now()))
           AND topic = wanted.topic
           AND tags <@ %(tags)s::text[]
-          AND (expires IS NULL OR created_at + make_interval(secs => expires)
-                                  > COALESCE(%(now)s::timestamptz, now()))
+          AND (expires_at IS NULL OR expires_at > COALESCE(%(now)s::timestamptz, now()))
         ORDER BY priority DESC, seq
         LIMIT %(limit)s::bigint
         FOR UPDATE SKIP LOCKED
@@ -314,9 +316,8 @@ RETURNING topic, paused_at;
 -- name: expire_tasks
 WITH picked AS MATERIALIZED (
     SELECT seq FROM {schema}.tasks
-    WHERE status = 'pending' AND expires IS NOT NULL
-      AND created_at + make_interval(secs => expires) <= COALESCE(%(now)s::timestamptz, now())
-    ORDER BY created_at, seq
+    WHERE status = 'pending' AND expires_at <= COALESCE(%(now)s::timestamptz, now())
+    ORDER BY expires_at, seq
     LIMIT %(limit)s::bigint
     FOR UPDATE SKIP LOCKED
 )

@@ -238,7 +238,15 @@ def _errors(value: list[dict[str, Any]] | None) -> tuple[TaskError, ...]:
     return () if value is None else tuple(TaskError.from_json(entry) for entry in value)
 
 
-_TIMES = ("run_at", "created_at", "updated_at", "started_at", "finished_at", "lease_expires_at")
+_TIMES = (
+    "run_at",
+    "created_at",
+    "updated_at",
+    "started_at",
+    "finished_at",
+    "lease_expires_at",
+    "expires_at",
+)
 
 
 def _meta(value: dict[str, str] | None) -> dict[str, str] | None:

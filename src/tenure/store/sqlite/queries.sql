@@ -37,7 +37,7 @@ INSERT INTO tenure_tasks (
     id, topic, sub_topic, name, status, data, group_id, description, priority,
     max_attempts, tags, timeout, run_at, created_at, updated_at,
     unique_key, unique_lock, unique_on_conflict, unique_ttl, unique_retry_in,
-    gate_in, gate_out, meta, expires
+    gate_in, gate_out, meta, expires_at
 ) VALUES (
     ?1, ?2, ?3, ?4, ?19, ?5, ?6, ?7, ?8,
     ?9, ?10, ?11, ?12, ?13, ?13,
@@ -137,7 +137,7 @@ WHERE seq IN (
     SELECT seq FROM tenure_tasks INDEXED BY tenure_tasks_pending
     WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
       AND topic NOT IN (SELECT topic FROM tenure_paused_topics)
-      AND (expires IS NULL OR created_at + expires > :now)
+      AND (expires_at IS NULL OR expires_at > :now)
       AND (tags = '[]' OR NOT EXISTS (
           SELECT 1 FROM json_each(tenure_tasks.tags) AS t
           WHERE t.value NOT IN (SELECT value FROM json_each(:tags))))
@@ -153,7 +153,7 @@ WHERE seq IN (
     WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
       AND topic = :topic
       AND :topic NOT IN (SELECT topic FROM tenure_paused_topics)
-      AND (expires IS NULL OR created_at + expires > :now)
+      AND (expires_at IS NULL OR expires_at > :now)
       AND (tags = '[]' OR NOT EXISTS (
           SELECT 1 FROM json_each(tenure_tasks.tags) AS t
           WHERE t.value NOT IN (SELECT value FROM json_each(:tags))))
@@ -169,7 +169,7 @@ WHERE seq IN (
     WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
       AND topic IN (SELECT value FROM json_each(:topics)
                     WHERE value NOT IN (SELECT topic FROM tenure_paused_topics))
-      AND (expires IS NULL OR created_at + expires > :now)
+      AND (expires_at IS NULL OR expires_at > :now)
       AND (tags = '[]' OR NOT EXISTS (
           SELECT 1 FROM json_each(tenure_tasks.tags) AS t
           WHERE t.value NOT IN (SELECT value FROM json_each(:tags))))
@@ -601,7 +601,7 @@ PRAGMA data_version;
 SELECT 1 FROM tenure_tasks INDEXED BY tenure_tasks_pending
 WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
   AND topic NOT IN (SELECT topic FROM tenure_paused_topics)
-  AND (expires IS NULL OR created_at + expires > :now)
+  AND (expires_at IS NULL OR expires_at > :now)
 LIMIT 1;
 
 -- name: runnable_topics
@@ -610,7 +610,7 @@ WHERE status = 'pending'
   AND topic IN (SELECT value FROM json_each(:topics)
                 WHERE value NOT IN (SELECT topic FROM tenure_paused_topics))
   AND (run_at IS NULL OR run_at <= :now)
-  AND (expires IS NULL OR created_at + expires > :now)
+  AND (expires_at IS NULL OR expires_at > :now)
 LIMIT 1;
 
 -- Tasks past their deadline (Task.expires) that never started end cancelled,
@@ -626,8 +626,8 @@ SET status = 'cancelled',
     updated_at = :now
 WHERE seq IN (
     SELECT seq FROM tenure_tasks INDEXED BY tenure_tasks_expiring
-    WHERE status = 'pending' AND expires IS NOT NULL AND created_at + expires <= :now
-    ORDER BY created_at, seq
+    WHERE status = 'pending' AND expires_at <= :now
+    ORDER BY expires_at, seq
     LIMIT :limit
 )
 RETURNING id;

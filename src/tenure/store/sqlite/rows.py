@@ -112,7 +112,7 @@ INSERT_COLUMNS = (
     "gate_in",
     "gate_out",
     "meta",
-    "expires",
+    "expires_at",
 )
 """The values of ``insert_task``, in the order of its placeholders ?1 … ?23."""
 RUN_AT = INSERT_COLUMNS.index("run_at")
@@ -140,7 +140,7 @@ def insert_row(
         *(_NO_UNIQUE if task.unique is None else unique_columns(task.unique).values()),
         *where,
         task.meta_json,
-        task.expires,
+        None if task.expires is None else now + task.expires,
     )
 
 
@@ -244,7 +244,15 @@ def _errors(text: str | None) -> tuple[TaskError, ...]:
 
 
 _NO_TAGS: frozenset[str] = frozenset()
-_TIMES = ("run_at", "created_at", "updated_at", "started_at", "finished_at", "lease_expires_at")
+_TIMES = (
+    "run_at",
+    "created_at",
+    "updated_at",
+    "started_at",
+    "finished_at",
+    "lease_expires_at",
+    "expires_at",
+)
 _CONVERTERS: dict[str, Callable[[Any], Any]] = {
     "status": status,
     "data": serializer.loads,

@@ -1,6 +1,6 @@
-"""Paused topics: an operator's stop on a topic's new starts, read by the
-reserve statements. Runs PostgreSQL's 0020_flow_control.sql and SQLite's
-0012_flow_control.sql."""
+"""Flow control: paused topics (an operator's stop on a topic's new starts)
+and a task's deadline (``expires_at``), both read by the reserve statements.
+Runs PostgreSQL's 0020_flow_control.sql and SQLite's 0012_flow_control.sql."""
 
 from django.db import migrations
 

@@ -6,10 +6,10 @@ CREATE TABLE tenure_paused_topics (
     paused_at REAL NOT NULL
 );
 
--- A task's deadline (options(expires=...), @app.task(expires=...)): seconds
--- after its creation by which it must start. Past it, the reserve statements
--- skip the task, and the scheduler's sweep ends it cancelled. The sweep's
--- partial index holds only the pending tasks that have a deadline.
-ALTER TABLE tenure_tasks ADD COLUMN expires REAL;
-CREATE INDEX tenure_tasks_expiring ON tenure_tasks (created_at)
-    WHERE status = 'pending' AND expires IS NOT NULL;
+-- A task's deadline (options(expires=...), @app.task(expires=...)): the
+-- moment, that many seconds after its creation, by which it must start. Past
+-- it, the reserve statements skip the task, and the scheduler's sweep ends it
+-- cancelled, walking the pending tasks that have one in deadline order.
+ALTER TABLE tenure_tasks ADD COLUMN expires_at REAL;
+CREATE INDEX tenure_tasks_expiring ON tenure_tasks (expires_at, seq)
+    WHERE status = 'pending' AND expires_at IS NOT NULL;
