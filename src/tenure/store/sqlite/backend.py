@@ -78,11 +78,11 @@ class SQLiteStore(Watching, SQLiteSchedules, SQLiteFlowControl, SqlReads, Store)
     """Tasks in one SQLite database file (WAL mode)."""
 
     caller_connection = "a sqlite3.Connection"
-    # One write lock for every process: a retention batch is short, and rests
-    # after itself, so a producer or a worker kept waiting in SQLite's busy
-    # handler (whose sleeps grow in steps of 5 to 25 ms) is not kept a step
-    # longer by the next batch.
-    prune_batch = 500
+    # One write lock for every process: a retention batch is short (100 rows
+    # hold it a fifth as long as 500 did: the 20-minute soak's p99s then stay
+    # level, see the benchmarks page), and rests after itself, so a producer or
+    # a worker kept waiting for the lock is not kept longer by the next batch.
+    prune_batch = 100
     prune_rest = 2.0
     rows: ClassVar[Rows] = rows
 
