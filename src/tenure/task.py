@@ -6,6 +6,8 @@ status may follow which.
 
 from __future__ import annotations
 
+import dataclasses
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -243,6 +245,15 @@ class Task:
     def finished(self) -> bool:
         """Whether the task has reached done, failed or cancelled."""
         return self.status in FINISHED
+
+
+TIME_FIELDS = tuple(
+    field.name
+    for field in dataclasses.fields(Task)
+    if typing.get_type_hints(Task)[field.name] in (datetime, datetime | None)
+)
+"""The fields of a task that hold a moment: what each store reads back from
+its own form of time (an epoch, a timestamp in the session's zone)."""
 
 
 # -- values shared by the task's code, its declaration and the store --------------

@@ -40,6 +40,13 @@ def start(store_url: str, workers: list[WorkerProcess]) -> Callable[..., WorkerP
 
 
 @pytest.fixture
+def three_by_four(start: Callable[..., WorkerProcess]) -> list[WorkerProcess]:
+    """Three worker processes of four threads each, on the test's store: the
+    shape the flow-control tests hold their claims to."""
+    return [start("--concurrency", "4") for _ in range(3)]
+
+
+@pytest.fixture
 def disk(tmp_path: Path) -> Iterator[Path]:
     """A 16 MB tmpfs of this test's own, unmounted after it. Where mounting is
     forbidden (not root) the test is skipped with the reason, or fails when the

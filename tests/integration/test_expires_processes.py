@@ -25,15 +25,7 @@ EXPIRES = 1.0
 """12 threads start about 240 tasks a second: the backlog outlasts the deadline."""
 
 
-@pytest.fixture
-def workers(store_url: str) -> Iterator[list[WorkerProcess]]:
-    started = [WorkerProcess(store_url, "--concurrency", "4") for _ in range(3)]
-    yield started
-    for process in started:
-        process.stop()
-
-
-def test_an_expired_task_never_starts(store: Store, workers: list[WorkerProcess]) -> None:
+def test_an_expired_task_never_starts(store: Store, three_by_four: list[WorkerProcess]) -> None:
     made = naps.options(expires=EXPIRES)
     tasks = store.task_create_many([made.new_task((NAP,), {}) for _ in range(TASKS)])
     ended = TaskFilter(topic="basic")

@@ -6,7 +6,6 @@ an attempt; a resume starts them again, and every task runs once."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
@@ -24,16 +23,8 @@ NAP = 0.05
 over a second and the pause comes in its midst."""
 
 
-@pytest.fixture
-def workers(store_url: str) -> Iterator[list[WorkerProcess]]:
-    started = [WorkerProcess(store_url, "--concurrency", "4") for _ in range(3)]
-    yield started
-    for process in started:
-        process.stop()
-
-
 def test_a_pause_stops_new_starts_and_a_resume_restarts_them(
-    store: Store, workers: list[WorkerProcess]
+    store: Store, three_by_four: list[WorkerProcess]
 ) -> None:
     ids = {enqueue(store, naps, NAP).id for _ in range(TASKS)}
     wait_for(lambda: store.task_count(TaskFilter(topic="basic", status=Status.DONE)) >= 30,

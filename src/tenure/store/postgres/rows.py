@@ -38,7 +38,7 @@ from tenure.store.types import (
     WorkerInfo,
     unique_columns,
 )
-from tenure.task import GateMode, GateShape, Lease, LockPhase, Status, Task, TaskError
+from tenure.task import TIME_FIELDS, GateMode, GateShape, Lease, LockPhase, Status, Task, TaskError
 
 if TYPE_CHECKING:
     from psycopg import Cursor
@@ -238,17 +238,6 @@ def _errors(value: list[dict[str, Any]] | None) -> tuple[TaskError, ...]:
     return () if value is None else tuple(TaskError.from_json(entry) for entry in value)
 
 
-_TIMES = (
-    "run_at",
-    "created_at",
-    "updated_at",
-    "started_at",
-    "finished_at",
-    "lease_expires_at",
-    "expires_at",
-)
-
-
 def _meta(value: dict[str, str] | None) -> dict[str, str] | None:
     """By name, as it was written (jsonb keeps its keys in an order of its own)."""
     return None if value is None else dict(sorted(value.items()))
@@ -260,7 +249,7 @@ _CONVERTERS: dict[str, Callable[[Any], Any]] = {
     "errors": _errors,
     "meta": _meta,
     "tags": _tags,
-    **dict.fromkeys(_TIMES, utc),
+    **dict.fromkeys(TIME_FIELDS, utc),
 }
 _CONVERSIONS = tuple((TASK_FIELDS.index(name), convert) for name, convert in _CONVERTERS.items())
 """Where in a task's values a column psycopg does not give as the field's value

@@ -37,7 +37,7 @@ from tenure.store.types import (
     WorkerInfo,
     unique_columns,
 )
-from tenure.task import GateMode, GateShape, LockPhase, Status, Task, TaskError
+from tenure.task import TIME_FIELDS, GateMode, GateShape, LockPhase, Status, Task, TaskError
 
 
 def prefix_pattern(prefix: str) -> str:
@@ -244,15 +244,6 @@ def _errors(text: str | None) -> tuple[TaskError, ...]:
 
 
 _NO_TAGS: frozenset[str] = frozenset()
-_TIMES = (
-    "run_at",
-    "created_at",
-    "updated_at",
-    "started_at",
-    "finished_at",
-    "lease_expires_at",
-    "expires_at",
-)
 _CONVERTERS: dict[str, Callable[[Any], Any]] = {
     "status": status,
     "data": serializer.loads,
@@ -262,7 +253,7 @@ _CONVERTERS: dict[str, Callable[[Any], Any]] = {
     "errors": _errors,
     "meta": _meta,
     "tags": _tags,
-    **dict.fromkeys(_TIMES, moment),
+    **dict.fromkeys(TIME_FIELDS, moment),
 }
 _CONVERSIONS = tuple((TASK_FIELDS.index(name), convert) for name, convert in _CONVERTERS.items())
 """Where in a task's values a column kept as text or epoch is, and what makes it
