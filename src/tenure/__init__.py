@@ -37,6 +37,7 @@ from tenure.flowhandles import ChainHandle, GroupHandle
 from tenure.function import Call, TaskFunction
 from tenure.handle import TaskHandle
 from tenure.hooks import Middleware, Outcome
+from tenure.limits import Limit
 from tenure.retry import Backoff
 from tenure.store import Event, Store, open_store
 from tenure.task import (
@@ -79,6 +80,7 @@ __all__ = [
     "LeaseError",
     "LeaseExpired",
     "LeaseLost",
+    "Limit",
     "LockPhase",
     "Middleware",
     "OnConflict",

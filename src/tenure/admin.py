@@ -8,7 +8,7 @@ from collections.abc import Collection, Iterator
 from datetime import datetime
 
 from tenure.errors import AmbiguousId, InvalidTransition, TaskNotFound
-from tenure.store import PausedTopic, Store, TaskFilter, UniqueLock
+from tenure.store import PausedTopic, Store, TaskFilter, TopicLimit, UniqueLock
 from tenure.store.operating import DEFAULT_WINDOW
 from tenure.store.types import Event, GroupProgress, MinuteRate, Page, QueueStats, WorkerInfo
 from tenure.store.validate import status as parse_status
@@ -180,6 +180,17 @@ class TaskAdmin:
     def paused(self) -> builtins.list[PausedTopic]:
         """The paused topics, by name."""
         return self.store.topics_paused()
+
+    def limit(self, topic: str, max_running: int | None) -> TopicLimit | None:
+        """Let at most ``max_running`` tasks of ``topic`` run at once, across
+        every worker sharing the store, from their next reservation (``None``:
+        no limit). A limit declared in code (``app.limit``) is stored again
+        when a scheduler begins its term."""
+        return self.store.topic_limit(topic, max_running)
+
+    def limits(self) -> builtins.list[TopicLimit]:
+        """The topics' limits, by topic."""
+        return self.store.topic_limits()
 
     def retry(self, task_id: str) -> Task:
         return self.store.task_retry(task_id)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, Unpack, overload
 
 from tenure import workflows
 from tenure.admin import TaskAdmin
+from tenure.checks import integer, text
 from tenure.checks import seconds as check_seconds
 from tenure.declaration import Declaration, declare
 from tenure.errors import ConfigError
@@ -70,6 +71,8 @@ class App:
         """The declared tasks, and what running them needs: all a worker knows of
         the App."""
         self.periodics: list[Periodic] = []
+        self.limits: dict[str, int] = {}
+        """The topics' limits declared in code (:meth:`limit`)."""
         self.enqueue_connection: Callable[[], Any] | None = None
         """Gives the connection of the caller's open transaction that an enqueue
         without ``options(connection=...)`` writes on, or ``None`` for the
@@ -251,6 +254,14 @@ class App:
 
         return register
 
+    def limit(self, topic: str, *, max_running: int) -> None:
+        """Let at most ``max_running`` tasks of ``topic`` run at once, across
+        every worker sharing the store. Declared in code, the limit is stored
+        by the scheduler as its term begins (a deploy, a failover);
+        ``tenure limit`` or ``app.tasks.limit`` change it at run time until
+        then. Tasks over it wait pending, spending no attempt."""
+        self.limits[text(topic, "topic")] = integer(max_running, "max_running", minimum=1)
+
     def observe(
         self,
         key: str,
@@ -310,6 +321,7 @@ class App:
             self.store,
             owner or default_owner(),
             periodics=self.periodics,
+            limits=self.limits,
             tasks=self.registry.get,
             observations=self.observations,
             **options,

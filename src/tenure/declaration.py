@@ -11,6 +11,7 @@ from typing import Any, TypedDict
 
 from tenure.checks import seconds as check_seconds
 from tenure.errors import InvalidInput
+from tenure.limits import Limit
 from tenure.retry import Backoff
 from tenure.unique import Unique
 
@@ -46,6 +47,11 @@ class TaskConfig:
     """The exceptions worth another attempt (subclasses too); any other fails the
     task at once, whatever ``retries`` allows. ``None``: every exception. A
     worker's timeout counts as ``TimeoutError``; ``tenure.Retry`` always retries."""
+    concurrency: Limit | None = None
+    """At most so many of its tasks with one key run at once (:class:`~tenure.Limit`)."""
+    ordered_by: Callable[..., Any] | None = None
+    """A function of its arguments giving a key: the tasks of one key run one
+    at a time, in enqueue order, a retry keeping its place (``None``: no key)."""
 
     def __post_init__(self) -> None:
         if isinstance(self.retries, bool) or not isinstance(self.retries, int) or self.retries < 0:
@@ -61,6 +67,10 @@ class TaskConfig:
             and all(isinstance(c, type) and issubclass(c, BaseException) for c in self.retry_on)
         ):
             raise InvalidInput("retry_on", "must be a tuple of exception classes")
+        if self.concurrency is not None and not isinstance(self.concurrency, Limit):
+            raise InvalidInput("concurrency", "must be a tenure.Limit")
+        if self.ordered_by is not None and not callable(self.ordered_by):
+            raise InvalidInput("ordered_by", "must be a function of the task's arguments")
 
     def retries_on(self, error: type[BaseException]) -> bool:
         """Whether an attempt that raised ``error`` may be tried again."""
@@ -85,6 +95,8 @@ class Declaration(TypedDict, total=False):
     backoff: Backoff | None
     unique: Unique | None
     retry_on: tuple[type[BaseException], ...] | type[BaseException] | None
+    concurrency: Limit | None
+    ordered_by: Callable[..., Any] | None
 
 
 def declare(function: Callable[..., Any], declared: Declaration) -> TaskConfig:

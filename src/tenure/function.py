@@ -32,6 +32,7 @@ from tenure.errors import InvalidInput, UniqueConflict
 from tenure.handle import TaskHandle
 from tenure.hooks import Middleware, task_headers
 from tenure.ids import new_id
+from tenure.limits import key_of
 from tenure.store.types import NewTask
 from tenure.task import OnConflict, Task, UniqueRule
 from tenure.unique import lock_key
@@ -336,7 +337,20 @@ class TaskFunction(Generic[P, R]):
             unique=self._unique_rule(args, kwargs),
             meta=opts.meta,
             expires=config.expires if opts.expires is None else opts.expires,
+            **self._keys(args, kwargs),
         )
+
+    def _keys(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """The task's limit and order keys, as its declaration computes them."""
+        config, keys = self.config, dict[str, Any]()
+        limit = config.concurrency
+        if limit is not None:
+            key = key_of(limit.name or self.name, limit.key, self._signature, args, kwargs)
+            if key is not None:
+                keys.update(limit_key=key, limit_max=limit.max_running)
+        if config.ordered_by is not None:
+            keys["order_key"] = key_of(self.name, config.ordered_by, self._signature, args, kwargs)
+        return keys
 
     def _bind(self, args: Sequence[Any], kwargs: Mapping[str, Any], where: str) -> None:
         """Refuse arguments the function could never be called with (the

@@ -12,7 +12,7 @@ import dataclasses
 from datetime import datetime
 from typing import Any
 
-from tenure.store.flowcontrol import PausedTopic
+from tenure.store.flowcontrol import PausedTopic, TopicLimit
 from tenure.store.types import Event, QueueStats, Report, UniqueLock, WorkerInfo
 from tenure.task import Task
 
@@ -84,6 +84,11 @@ def lock_json(lock: UniqueLock) -> JsonObject:
 def paused_json(paused: PausedTopic) -> JsonObject:
     """A paused topic (``tenure paused --json``, ``GET /api/topics/paused``)."""
     return {"topic": paused.topic, "paused_at": _plain(paused.paused_at)}
+
+
+def limit_json(limit: TopicLimit) -> JsonObject:
+    """A topic's limit (``tenure limits --json``)."""
+    return {"topic": limit.topic, "max_running": limit.max_running, "set_at": _plain(limit.set_at)}
 
 
 def worker_json(worker: WorkerInfo) -> JsonObject:

@@ -240,6 +240,14 @@ class Task:
     """Its deadline (``expires`` seconds after its creation, on the store's
     clock): past it, it is never reserved, and ends cancelled instead of
     running late."""
+    limit_key: str | None = None
+    """The key whose running tasks it counts among (``@app.task(concurrency=
+    tenure.Limit(...))``): at most :attr:`limit_max` of them run at once."""
+    limit_max: int | None = None
+    """How many tasks of :attr:`limit_key` may run at once."""
+    order_key: str | None = None
+    """The key whose tasks run one at a time in enqueue order
+    (``@app.task(ordered_by=...)``)."""
 
     @property
     def finished(self) -> bool:

@@ -50,6 +50,9 @@ def test_each_task_is_one_line_of_its_own_values() -> None:
             unique=rule,
             meta={"who": ODD},
             expires=90.0,
+            limit_key="key\t1",
+            limit_max=3,
+            order_key=ODD,
         ),
         _prepared(topic="t", name="plain", id="id-2", data={"args": []}),
     ]
@@ -57,7 +60,7 @@ def test_each_task_is_one_line_of_its_own_values() -> None:
     lines = text.split("\n")
     assert lines[-1] == "" and len(lines) == 3  # one line per task, each ended
     first, second = (line.split("\t") for line in lines[:2])
-    assert len(first) == len(second) == 22
+    assert len(first) == len(second) == 25
     assert [_read(f) for f in first[:6]] == [
         "id\\1",
         "t",
@@ -81,6 +84,8 @@ def test_each_task_is_one_line_of_its_own_values() -> None:
     assert json.loads(_read(first[20])) == {"who": ODD} and _read(second[20]) is None
     assert datetime.fromisoformat(first[21]) == AT + timedelta(seconds=90)
     assert _read(second[21]) is None
+    assert [_read(f) for f in first[22:25]] == ["key\t1", "3", ODD]
+    assert [_read(f) for f in second[22:25]] == [None] * 3
 
 
 def test_a_batch_comes_in_chunks_of_whole_lines() -> None:

@@ -43,6 +43,9 @@ TEMPLATE = PreparedTask(
     unique=None,
     meta=None,
     expires=None,
+    limit_key=None,
+    limit_max=None,
+    order_key=None,
 )
 
 

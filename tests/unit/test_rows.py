@@ -99,6 +99,9 @@ def test_the_sqlite_insert_binds_each_value_to_its_own_column() -> None:
         unique=rule,
         meta={"k": 'v\t"x'},
         expires=90.0,
+        limit_key="account\t7",
+        limit_max=2,
+        order_key="ledger:7",
     )
     values = dict(
         zip(
@@ -131,5 +134,8 @@ def test_the_sqlite_insert_binds_each_value_to_its_own_column() -> None:
         "gate_out": None,
         "meta": '{"k": "v\\t\\"x"}',
         "expires_at": 95.0,
+        "limit_key": "account\t7",
+        "limit_max": 2,
+        "order_key": "ledger:7",
     }
     assert list(values)[sqlite_rows.RUN_AT] == "run_at"

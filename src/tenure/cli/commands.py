@@ -13,9 +13,9 @@ from rich.table import Table
 
 from tenure.admin import TaskAdmin
 from tenure.cli.output import STATUS_STYLE, console, counted, print_json
-from tenure.cli.parsing import HelpFormatter, duration, where
+from tenure.cli.parsing import HelpFormatter, duration, positive, where
 from tenure.clock import spoken
-from tenure.shapes import lock_json, paused_json, stats_json, worker_json
+from tenure.shapes import limit_json, lock_json, paused_json, stats_json, worker_json
 from tenure.store.migrate import migrate_store, migration_sql
 from tenure.task import Status
 
@@ -43,6 +43,7 @@ def add(
     command("workers", "list live workers", _workers)
     command("locks", "list held unique locks", _locks)
     command("paused", "list the paused topics", _paused)
+    command("limits", "list the topics' concurrency limits", _limits)
     stats = command("stats", "the queue at a glance: counts, waits, throughput, workers", _stats)
     stats.add_argument("--window", type=duration, default=300.0, help="throughput over this")
     for name, helptext, run in (
@@ -52,6 +53,12 @@ def add(
         changes = command(name, helptext, run)
         changes.set_defaults(reads=False)
         changes.add_argument("topic", help="the topic")
+    limit = command("limit", "let at most N tasks of a topic run at once, on every worker", _limit)
+    limit.set_defaults(reads=False)
+    limit.add_argument("topic", help="the topic")
+    most = limit.add_mutually_exclusive_group(required=True)
+    most.add_argument("max_running", nargs="?", type=positive, help="how many at most")
+    most.add_argument("--off", action="store_true", help="lift the topic's limit")
     _add_migrate(subcommands, url_too)
 
 
@@ -133,6 +140,30 @@ def _resume(admin: TaskAdmin, args: argparse.Namespace) -> int:
     else:
         told = "resumed" if resumed else "was not paused:"
         console.print(f"{told} {escape(args.topic)}")
+    return 0
+
+
+def _limit(admin: TaskAdmin, args: argparse.Namespace) -> int:
+    limit = admin.limit(args.topic, None if args.off else args.max_running)
+    if args.json:
+        lifted = {"topic": args.topic, "max_running": None}
+        print_json(lifted if limit is None else limit_json(limit))
+    elif limit is None:
+        console.print(f"{escape(args.topic)} runs without a limit")
+    else:
+        console.print(f"{escape(limit.topic)} runs at most {limit.max_running} at once")
+    return 0
+
+
+def _limits(admin: TaskAdmin, args: argparse.Namespace) -> int:
+    limits = admin.limits()
+    if args.json:
+        print_json([limit_json(limit) for limit in limits])
+        return 0
+    if not limits:
+        console.print("no topic has a limit")
+    for limit in limits:
+        console.print(f"{escape(limit.topic)}  at most {limit.max_running} running")
     return 0
 
 

@@ -40,6 +40,13 @@ def duration(text: str) -> float:
     return float(found.group(1)) * UNITS[found.group(2) or "s"]
 
 
+def positive(text: str) -> int:
+    """A whole number, one or more."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"not a whole number, one or more: {text!r}")
+    return int(text)
+
+
 def moment(text: str) -> datetime:
     """A time: that long ago (``2h``, ``3d``) or an ISO 8601 time (UTC unless it
     says otherwise)."""

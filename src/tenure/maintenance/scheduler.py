@@ -40,7 +40,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from tenure.errors import TenureError
@@ -93,6 +93,7 @@ class Scheduler:
         owner: str,
         *,
         periodics: list[Periodic] | None = None,
+        limits: Mapping[str, int] | None = None,
         tasks: Lookup | None = None,
         observations: list[Observation] | None = None,
         interval: float = 1.0,
@@ -120,6 +121,8 @@ class Scheduler:
         self.leadership = Leadership(store, owner, lease_seconds=leader_lease, clock=clock)
         self.supervisor = Supervisor(store, clock=clock)
         self.periodic = PeriodicEnqueuer(periodics or [], tasks)
+        self.limits = dict(limits or {})
+        self._limits_stored = False
         self.observer = Observer(observations or [])
         self.pruner = Retention(
             store, retention, budget=prune_budget, idle_every=prune_every, clock=clock
@@ -134,11 +137,14 @@ class Scheduler:
         if leading and not self._was_leader:  # a new term: ticks from what the store says
             self.periodic.reset()
             self.observer.reset()
+            self._limits_stored = not self.limits
         self._was_leader = leading
         report = CycleReport(leader=leading)
         if not leading:
             self._watch()
             return report
+        if not self._limits_stored:
+            self._step(report, "limits", self._store_limits)
         self._step(report, "supervise", lambda: self._supervise(report))
         self._step(report, "periodic", lambda: self._enqueue(report))
         self._step(report, "expire", lambda: self._expire(report))
@@ -171,6 +177,13 @@ class Scheduler:
             self.supervisor.mark()
         except TenureError as exc:
             log.warning("standby could not watch leases, will retry: %s", exc)
+
+    def _store_limits(self) -> None:
+        """Store the topics' limits declared in code, once a term: one changed
+        at run time holds until the next term."""
+        for topic, most in self.limits.items():
+            self.store.topic_limit(topic, most)
+        self._limits_stored = True
 
     def _supervise(self, report: CycleReport) -> None:
         report.revoked = self.supervisor.run_once().revoked

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tenure.store.base import DEFAULT_MAX_PAYLOAD_BYTES, Store
-from tenure.store.flowcontrol import PausedTopic
+from tenure.store.flowcontrol import PausedTopic, TopicLimit
 from tenure.store.schedules import Schedule, ScheduleSpec
 from tenure.store.types import (
     Completion,
@@ -45,6 +45,7 @@ __all__ = [
     "Store",
     "TaskFilter",
     "TaskState",
+    "TopicLimit",
     "UniqueLock",
     "UniqueRule",
     "open_store",

@@ -11,6 +11,15 @@ and spend no attempt. A resume deletes the row, and wakes the waiting workers.
 its creation. Past it, the reserve statements skip it, so it never starts late
 whatever the sweep's pace; the scheduler's sweep (:meth:`FlowControl.task_expire`)
 ends it cancelled, its error saying why.
+
+**Concurrency limits**: at most so many tasks of a topic (a row here, set at
+run time) or of a key computed from a task's arguments (kept with the task)
+run at once; **ordered keys** run one task at a time, in enqueue order. The
+reserve statements count what runs under each limit before they take more,
+in the same statement, so a limit holds across every worker, and a dead
+worker's tasks free their room as their leases are rolled back. A task over
+its limit waits pending, spending no attempt, and the scan passes over it:
+other topics and keys keep flowing.
 """
 
 from __future__ import annotations
@@ -29,6 +38,15 @@ class PausedTopic:
 
     topic: str
     paused_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class TopicLimit:
+    """At most ``max_running`` tasks of ``topic`` run at once, since ``set_at``."""
+
+    topic: str
+    max_running: int
+    set_at: datetime
 
 
 EXPIRED = TaskError("Expired", "not started by its deadline (expires)")
@@ -60,6 +78,32 @@ class FlowControl:
     def topics_paused(self) -> list[PausedTopic]:
         """The paused topics, by name."""
         return self._topics_paused()
+
+    def topic_limit(
+        self, topic: str, max_running: int | None, *, now: datetime | None = None
+    ) -> TopicLimit | None:
+        """Let at most ``max_running`` tasks of ``topic`` run at once, across
+        every worker (``None``: no limit); the limit now set, if any. Tasks
+        running beyond a lowered limit run on to their end."""
+        topic = validate.text(topic, "topic")
+        if max_running is None:
+            self._topic_limit_clear(topic)
+            return None
+        most = validate.integer(max_running, "max_running", minimum=1)
+        return self._topic_limit_set(topic, most, validate.moment(now, "now"))
+
+    def topic_limits(self) -> list[TopicLimit]:
+        """The topics' limits, by topic."""
+        return self._topic_limits()
+
+    @abstractmethod
+    def _topic_limit_set(self, topic: str, most: int, now: datetime | None) -> TopicLimit: ...
+
+    @abstractmethod
+    def _topic_limit_clear(self, topic: str) -> bool: ...
+
+    @abstractmethod
+    def _topic_limits(self) -> list[TopicLimit]: ...
 
     @abstractmethod
     def _topic_pause(self, topic: str, now: datetime | None) -> PausedTopic: ...

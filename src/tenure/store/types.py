@@ -62,6 +62,11 @@ class NewTask:
     meta: Mapping[str, str] | None = None
     expires: float | None = None
     """Seconds after its creation by which it must start, or never run."""
+    limit_key: str | None = None
+    """The key it runs under at most ``limit_max`` at once with others of it."""
+    limit_max: int | None = None
+    order_key: str | None = None
+    """The key whose tasks run one at a time, in enqueue order."""
 
 
 @quick_init
@@ -86,6 +91,9 @@ class PreparedTask:
     meta: dict[str, str] | None
     """Checked, its names sorted (so that it encodes the same way each time)."""
     expires: float | None
+    limit_key: str | None
+    limit_max: int | None
+    order_key: str | None
 
     @property
     def meta_json(self) -> str | None:
@@ -118,6 +126,9 @@ class PreparedTask:
             unique_key=None if self.unique is None else self.unique.key,
             meta=self.meta,
             expires_at=None if self.expires is None else at + timedelta(seconds=self.expires),
+            limit_key=self.limit_key,
+            limit_max=self.limit_max,
+            order_key=self.order_key,
         )
 
 

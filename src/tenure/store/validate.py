@@ -30,6 +30,7 @@ from tenure.checks import (
 )
 from tenure.errors import InvalidInput
 from tenure.ids import new_id
+from tenure.limits import MAX_KEY_LENGTH
 from tenure.store.types import LeaderLease, NewTask, PreparedTask, ReserveParams, TaskFilter
 from tenure.task import Lease, Status, TaskError
 
@@ -185,10 +186,12 @@ def prepare(
             None if task.unique is None else unique_rule(task.unique),
             shared.meta,
             shared.expires,
+            *limit_keys(task),
         )
     if task.run_at is not None and task.delay is not None:
         raise InvalidInput("delay", "give run_at or delay, not both")
     timeout = None if task.timeout is None else seconds(task.timeout, "timeout")
+    limit_key, limit_max, order_key = limit_keys(task)
     return PreparedTask(
         id=new_id() if task.id is None else task_id(task.id),
         topic=text(task.topic, "topic"),
@@ -208,7 +211,21 @@ def prepare(
         unique=None if task.unique is None else unique_rule(task.unique),
         meta=meta(task.meta),
         expires=None if task.expires is None else seconds(task.expires, "expires"),
+        limit_key=limit_key,
+        limit_max=limit_max,
+        order_key=order_key,
     )
+
+
+def limit_keys(task: NewTask) -> tuple[str | None, int | None, str | None]:
+    """A task's limit key with its most, and its order key, checked: a limit
+    key comes with its most, and a most with its key."""
+    key = optional_text(task.limit_key, "limit_key", max_length=MAX_KEY_LENGTH)
+    if (key is None) != (task.limit_max is None):
+        raise InvalidInput("limit_max", "give a limit key and its most together, or neither")
+    most = None if task.limit_max is None else integer(task.limit_max, "limit_max", minimum=1)
+    order = optional_text(task.order_key, "order_key", max_length=MAX_KEY_LENGTH)
+    return key, most, order
 
 
 def task_id(value: object, field: str = "id") -> str:

@@ -120,9 +120,11 @@ def copy_text(tasks: Sequence[PreparedTask], at: datetime) -> Iterator[str]:
         previous = task
         unique = _NO_RULE if task.unique is None else _rule(task.unique)
         meta = _field(task.meta_json)
+        expires = _field(None if task.expires is None else at + timedelta(seconds=task.expires))
+        keys = f"{_field(task.limit_key)}\t{_field(task.limit_max)}\t{_field(task.order_key)}"
         lines.append(
             f"{_text(task.id)}\t{left}\t{_text(task.data_json)}\t{right}\t{unique}\t{meta}"
-            f"\t{_field(None if task.expires is None else at + timedelta(seconds=task.expires))}\n"
+            f"\t{expires}\t{keys}\n"
         )
         if len(lines) == COPY_CHUNK_ROWS:
             yield "".join(lines)

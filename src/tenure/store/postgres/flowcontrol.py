@@ -7,7 +7,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from tenure.store.flowcontrol import EXPIRED, PausedTopic
+from tenure.store.flowcontrol import EXPIRED, PausedTopic, TopicLimit
 from tenure.store.postgres.rows import Row
 
 
@@ -31,6 +31,22 @@ class PostgresFlowControl:
 
     def _topics_paused(self) -> list[PausedTopic]:
         return [paused(row) for row in self._read("topics_paused", {})]
+
+    def _topic_limit_set(self, topic: str, most: int, now: datetime | None) -> TopicLimit:
+        params = {"topic": topic, "max_running": most, "now": now}
+        [row] = self._read("topic_limit_set", params)
+        return limit(row)
+
+    def _topic_limit_clear(self, topic: str) -> bool:
+        return bool(self._read("topic_limit_clear", {"topic": topic}))
+
+    def _topic_limits(self) -> list[TopicLimit]:
+        return [limit(row) for row in self._read("topic_limits", {})]
+
+
+def limit(row: Row) -> TopicLimit:
+    at: datetime = row["set_at"]
+    return TopicLimit(row["topic"], row["max_running"], at.astimezone(UTC))
 
 
 def paused(row: Row) -> PausedTopic:

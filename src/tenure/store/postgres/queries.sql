@@ -26,7 +26,8 @@ t.seq, t.id, t.topic, t.sub_topic, t.name, t.status, t.data, t.result, t.error, 
 t.description, t.priority, t.attempts, t.max_attempts, t.tags, t.assignee, t.timeout,
 t.run_at, t.created_at, t.updated_at, t.started_at, t.finished_at, t.duration,
 t.lease_owner, t.lease_expires_at, t.lease_token, t.lease_seconds, t.record_ver, t.unique_key,
-t.progress, t.progress_note, t.gate_in, t.gate_out, t.upstream, t.errors, t.meta, t.expires_at
+t.progress, t.progress_note, t.gate_in, t.gate_out, t.upstream, t.errors, t.meta, t.expires_at,
+t.limit_key, t.limit_max, t.order_key
 
 -- What a batch holder write answers with (TaskState): no payloads sent back.
 -- fragment: task_state
@@ -37,7 +38,8 @@ t.id, t.status, t.attempts, t.record_ver
 -- fragment: new_task_columns
 id, topic, sub_topic, name, status, data, group_id, description, priority,
 max_attempts, tags, timeout, run_at, created_at, updated_at,
-unique_key, unique_lock, unique_on_conflict, unique_ttl, unique_retry_in, meta, expires_at
+unique_key, unique_lock, unique_on_conflict, unique_ttl, unique_retry_in, meta, expires_at,
+limit_key, limit_max, order_key
 
 -- One statement creates the whole batch. (The name is SQLite's, whose
 -- insert_task runs once per task.) A flow's tasks (Store.flow_create) also
@@ -56,17 +58,19 @@ SELECT n.id, n.topic, n.sub_topic, n.name, COALESCE(n.status, 'pending'), n.data
        -- A deadline in seconds is kept as the moment it falls on, by the same clock.
        CASE WHEN n.expires IS NOT NULL THEN COALESCE(%(now)s::timestamptz, now())
                                             + make_interval(secs => n.expires) END,
-       n.gate_in, n.gate_out
+       n.limit_key, n.limit_max, n.order_key, n.gate_in, n.gate_out
 FROM ROWS FROM (json_to_recordset(%(tasks)s::json) AS (
     id text, topic text, sub_topic text, name text, data text, group_id text,
     description text, priority bigint, max_attempts bigint, tags text[], timeout float8,
     run_at timestamptz, delay float8, unique_key text, unique_lock text,
     unique_on_conflict text, unique_ttl float8, unique_retry_in float8,
-    status text, gate_in text, gate_out text, meta text, expires float8
+    status text, gate_in text, gate_out text, meta text, expires float8,
+    limit_key text, limit_max bigint, order_key text
 )) WITH ORDINALITY AS n(
     id, topic, sub_topic, name, data, group_id, description, priority, max_attempts, tags,
     timeout, run_at, delay, unique_key, unique_lock, unique_on_conflict, unique_ttl,
-    unique_retry_in, status, gate_in, gate_out, meta, expires, ord
+    unique_retry_in, status, gate_in, gate_out, meta, expires, limit_key, limit_max,
+    order_key, ord
 )
 -- seq follows the caller's order. The rest of each task is what was sent.
 ORDER BY n.ord
@@ -98,7 +102,8 @@ VALUES (
     %(unique_key)s::text, %(unique_lock)s::text, %(unique_on_conflict)s::text,
     %(unique_ttl)s::float8, %(unique_retry_in)s::float8, %(meta)s::jsonb,
     CASE WHEN %(expires)s::float8 IS NOT NULL THEN COALESCE(%(now)s::timestamptz, now())
-         + make_interval(secs => %(expires)s::float8) END
+         + make_interval(secs => %(expires)s::float8) END,
+    %(limit_key)s::text, %(limit_max)s::bigint, %(order_key)s::text
 )
 RETURNING t.id, t.created_at, t.run_at;
 
@@ -226,28 +231,91 @@ SET status = 'running',
 FROM picked
 WHERE t.seq = picked.seq
 
+-- Limits (0021_limits.sql), in the scan that offers a reservation's rows: no
+-- task of a topic or limit key already at its most, and of an ordered key
+-- only the first unfinished task, while none of it runs. Read from the
+-- statement's snapshot, this spares the scan the tasks that cannot start (a
+-- full key's backlog blocks no other key); the rooms counted under the
+-- limits' locks (pick_within_limits) decide.
+-- fragment: within_limits
+AND topic <> ALL (ARRAY(
+    SELECT l.topic FROM {schema}.topic_limits AS l
+    WHERE l.max_running <= (SELECT count(*) FROM {schema}.tasks AS r
+                            WHERE r.status = 'running' AND r.topic = l.topic)))
+AND (limit_key IS NULL OR limit_key <> ALL (ARRAY(
+    SELECT r.limit_key FROM {schema}.tasks AS r
+    WHERE r.status = 'running' AND r.limit_key IS NOT NULL
+    GROUP BY r.limit_key HAVING count(*) >= min(r.limit_max))))
+AND (order_key IS NULL OR NOT EXISTS (
+    SELECT FROM {schema}.tasks AS e
+    WHERE e.order_key = tasks.order_key AND e.seq < tasks.seq
+      AND e.status IN ('waiting', 'pending', 'running', 'snoozed')))
+
+-- Of the rows offered (the CTE "candidates", locked), those within the room
+-- left under each limit they fall under: per topic and per limit key, the
+-- first ones in the order taken, as many as the room; per ordered key, its
+-- first while none of it runs. The room is counted by tenure_rooms, under the
+-- limits' locks, which the reservation holds until it commits: concurrent
+-- reservations of one limit take turns, each counting the others' starts, so
+-- none exceeds it. Without a limit among the rows, no lock and no count.
+-- fragment: pick_within_limits
+limited AS MATERIALIZED (
+    SELECT 'topic'::text AS kind, l.topic AS name, l.max_running AS most
+    FROM {schema}.topic_limits AS l WHERE l.topic IN (SELECT c.topic FROM candidates AS c)
+    UNION ALL
+    SELECT 'key', c.limit_key, min(c.limit_max) FROM candidates AS c
+    WHERE c.limit_key IS NOT NULL GROUP BY c.limit_key
+    UNION ALL
+    SELECT DISTINCT 'order', c.order_key, 1::bigint FROM candidates AS c
+    WHERE c.order_key IS NOT NULL
+),
+rooms AS MATERIALIZED (
+    SELECT r.kind, r.name, r.room
+    FROM (SELECT array_agg(kind) AS kinds, array_agg(name) AS names, array_agg(most) AS mosts
+          FROM limited HAVING count(*) > 0) AS l
+    CROSS JOIN LATERAL {schema}.tenure_rooms(l.kinds, l.names, l.mosts) AS r
+),
+picked AS MATERIALIZED (
+    SELECT c.seq FROM (
+        SELECT c.seq, c.topic, c.limit_key, c.order_key,
+               row_number() OVER (PARTITION BY c.topic ORDER BY c.priority DESC, c.seq)
+                   AS nth_in_topic,
+               row_number() OVER (PARTITION BY c.limit_key ORDER BY c.priority DESC, c.seq)
+                   AS nth_in_key
+        FROM candidates AS c
+    ) AS c
+    WHERE NOT EXISTS (
+        SELECT FROM rooms AS r
+        WHERE (r.kind = 'topic' AND r.name = c.topic AND r.room < c.nth_in_topic)
+           OR (r.kind = 'key' AND r.name = c.limit_key AND r.room < c.nth_in_key)
+           OR (r.kind = 'order' AND r.name = c.order_key AND r.room < 1))
+)
+
 -- Reserve: take the first %(limit)s runnable rows, highest priority first, then
 -- oldest, walking the partial index of pending rows. SKIP LOCKED: concurrent
 -- reservers pass over each other's rows instead of queueing behind them. A
 -- task's tags must all be among the worker's (<@: "is contained by").
 --
--- The rows are picked in a MATERIALIZED CTE, run exactly once. Written as
+-- The rows are offered in a MATERIALIZED CTE, run exactly once. Written as
 -- "WHERE seq IN (SELECT ... LIMIT ... FOR UPDATE SKIP LOCKED)", the planner may
 -- run the subquery once per row of the outer scan (a nested-loop semi-join),
 -- and each run skips the rows the previous ones locked: one reservation then
--- takes far more than its limit.
+-- takes far more than its limit. Rows offered but over a limit stay locked
+-- only until the statement commits.
 -- name: reserve_any
-WITH picked AS MATERIALIZED (
-    SELECT seq FROM {schema}.tasks
+WITH candidates AS MATERIALIZED (
+    SELECT seq, priority, topic, limit_key, limit_max, order_key FROM {schema}.tasks
     WHERE status = 'pending'
       AND (run_at IS NULL OR run_at <= COALESCE(%(now)s::timestamptz, now()))
       AND tags <@ %(tags)s::text[]
       AND topic <> ALL (ARRAY(SELECT p.topic FROM {schema}.paused_topics AS p))
       AND (expires_at IS NULL OR expires_at > COALESCE(%(now)s::timestamptz, now()))
+      {within_limits}
     ORDER BY priority DESC, seq
     LIMIT %(limit)s::bigint
     FOR UPDATE SKIP LOCKED
-)
+),
+{pick_within_limits}
 UPDATE {schema}.tasks AS t
 {lease_picked}
 RETURNING {task_columns};
@@ -255,18 +323,20 @@ RETURNING {task_columns};
 -- One topic: its partial index yields pending rows in the order taken, so the
 -- scan stops after :limit rows.
 -- name: reserve_topic
-WITH picked AS MATERIALIZED (
-    SELECT seq FROM {schema}.tasks
+WITH candidates AS MATERIALIZED (
+    SELECT seq, priority, topic, limit_key, limit_max, order_key FROM {schema}.tasks
     WHERE status = 'pending'
       AND (run_at IS NULL OR run_at <= COALESCE(%(now)s::timestamptz, now()))
       AND topic = %(topic)s::text
       AND tags <@ %(tags)s::text[]
       AND NOT EXISTS (SELECT 1 FROM {schema}.paused_topics AS p WHERE p.topic = %(topic)s::text)
       AND (expires_at IS NULL OR expires_at > COALESCE(%(now)s::timestamptz, now()))
+      {within_limits}
     ORDER BY priority DESC, seq
     LIMIT %(limit)s::bigint
     FOR UPDATE SKIP LOCKED
-)
+),
+{pick_within_limits}
 UPDATE {schema}.tasks AS t
 {lease_picked}
 RETURNING {task_columns};
@@ -276,26 +346,29 @@ RETURNING {task_columns};
 -- Rows a topic offers beyond the merged :limit stay locked only until this
 -- statement commits.
 -- name: reserve_topics
-WITH picked AS MATERIALIZED (
-    SELECT offered.seq
+WITH candidates AS MATERIALIZED (
+    SELECT offered.seq, offered.priority, offered.topic, offered.limit_key,
+           offered.limit_max, offered.order_key
     FROM (
         SELECT w.topic FROM unnest(%(topics)s::text[]) AS w(topic)
         WHERE NOT EXISTS (SELECT 1 FROM {schema}.paused_topics AS p WHERE p.topic = w.topic)
     ) AS wanted
     CROSS JOIN LATERAL (
-        SELECT seq, priority FROM {schema}.tasks
+        SELECT seq, priority, topic, limit_key, limit_max, order_key FROM {schema}.tasks
         WHERE status = 'pending'
           AND (run_at IS NULL OR run_at <= COALESCE(%(now)s::timestamptz, now()))
           AND topic = wanted.topic
           AND tags <@ %(tags)s::text[]
           AND (expires_at IS NULL OR expires_at > COALESCE(%(now)s::timestamptz, now()))
+          {within_limits}
         ORDER BY priority DESC, seq
         LIMIT %(limit)s::bigint
         FOR UPDATE SKIP LOCKED
     ) AS offered
     ORDER BY offered.priority DESC, offered.seq
     LIMIT %(limit)s::bigint
-)
+),
+{pick_within_limits}
 UPDATE {schema}.tasks AS t
 {lease_picked}
 RETURNING {task_columns};
@@ -340,6 +413,27 @@ SELECT topic, pg_notify('tenure_tasks', topic) AS told FROM resumed;
 
 -- name: topics_paused
 SELECT topic, paused_at FROM {schema}.paused_topics ORDER BY topic;
+
+-- Topic limits (0021_limits.sql): at most max_running tasks of the topic run
+-- at once, across every worker. Setting one wakes the workers that wait on
+-- the topic, as does lifting it: either may leave room for more.
+-- name: topic_limit_set
+WITH set AS (
+    INSERT INTO {schema}.topic_limits AS l (topic, max_running, set_at)
+    VALUES (%(topic)s::text, %(max_running)s::bigint, COALESCE(%(now)s::timestamptz, now()))
+    ON CONFLICT (topic) DO UPDATE SET max_running = EXCLUDED.max_running, set_at = EXCLUDED.set_at
+    RETURNING l.topic, l.max_running, l.set_at
+)
+SELECT topic, max_running, set_at, pg_notify('tenure_tasks', topic) AS told FROM set;
+
+-- name: topic_limit_clear
+WITH cleared AS (
+    DELETE FROM {schema}.topic_limits WHERE topic = %(topic)s::text RETURNING topic
+)
+SELECT topic, pg_notify('tenure_tasks', topic) AS told FROM cleared;
+
+-- name: topic_limits
+SELECT topic, max_running, set_at FROM {schema}.topic_limits ORDER BY topic;
 
 -- Holder writes: each row matches only while its task runs under the named
 -- lease (task id, token, owner). The batch is "held"; the caller sends each
@@ -837,11 +931,11 @@ BEGIN
           AND c.relname = ANY (ARRAY['tasks', 'events', 'event_log', 'leaders', 'workers',
                                      'reports', 'task_counts', 'task_transitions',
                                      'unique_locks', 'wake_wanted', 'tenure_migrations']
-                               -- gates, schedules and paused_topics are
-                               -- tenure's only where tenure made them (a
-                               -- process pinned to schema=public that went on
-                               -- to 0018, 0019 or 0020); else they may be the
-                               -- application's own.
+                               -- gates, schedules, paused_topics and
+                               -- topic_limits are tenure's only where tenure
+                               -- made them (a process pinned to schema=public
+                               -- that went on to 0018 or later); else they may
+                               -- be the application's own.
                                || CASE WHEN EXISTS (SELECT FROM public.tenure_migrations
                                                     WHERE version = 18)
                                        THEN ARRAY['gates'] ELSE ARRAY[]::text[] END
@@ -850,7 +944,10 @@ BEGIN
                                        THEN ARRAY['schedules'] ELSE ARRAY[]::text[] END
                                || CASE WHEN EXISTS (SELECT FROM public.tenure_migrations
                                                     WHERE version = 20)
-                                       THEN ARRAY['paused_topics'] ELSE ARRAY[]::text[] END)
+                                       THEN ARRAY['paused_topics'] ELSE ARRAY[]::text[] END
+                               || CASE WHEN EXISTS (SELECT FROM public.tenure_migrations
+                                                    WHERE version = 21)
+                                       THEN ARRAY['topic_limits'] ELSE ARRAY[]::text[] END)
     LOOP
         EXECUTE format('ALTER TABLE public.%I SET SCHEMA %I', found.relname, target);
     END LOOP;
@@ -866,7 +963,7 @@ BEGIN
                 'tenure_tasks_tallied_updated', 'tenure_tasks_updated',
                 'tenure_unique_refused', 'tenure_unique_transition', 'tenure_wake',
                 'tenure_wake_checked', 'tenure_gate_passed', 'tenure_gate_broken',
-                'tenure_stamped', 'tenure_error_kept'])
+                'tenure_stamped', 'tenure_error_kept', 'tenure_rooms'])
     LOOP
         EXECUTE format('ALTER FUNCTION public.%I(%s) SET SCHEMA %I',
                        found.proname, found.arguments, target);

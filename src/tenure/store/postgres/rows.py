@@ -123,6 +123,9 @@ def _insert_row(task: PreparedTask) -> dict[str, Any]:
         **unique_columns(task.unique),
         "meta": task.meta_json,
         "expires": task.expires,
+        "limit_key": task.limit_key,
+        "limit_max": task.limit_max,
+        "order_key": task.order_key,
     }
 
 

@@ -10,7 +10,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 
 from tenure.clock import epoch_or_now, from_epoch
-from tenure.store.flowcontrol import EXPIRED, PausedTopic
+from tenure.store.flowcontrol import EXPIRED, PausedTopic, TopicLimit
 from tenure.store.sqlite.schema import Q
 
 EXPIRED_JSON = json.dumps(EXPIRED.stored())
@@ -41,6 +41,21 @@ class SQLiteFlowControl:
         params = {"limit": limit, "now": epoch_or_now(now), "error": EXPIRED_JSON}
         with self._write() as conn:
             return [row["id"] for row in conn.execute(Q["expire_tasks"], params).fetchall()]
+
+    def _topic_limit_set(self, topic: str, most: int, now: datetime | None) -> TopicLimit:
+        params = {"topic": topic, "max_running": most, "now": epoch_or_now(now)}
+        with self._write() as conn:
+            row = conn.execute(Q["topic_limit_set"], params).fetchone()
+        return TopicLimit(row["topic"], row["max_running"], from_epoch(row["set_at"]))
+
+    def _topic_limit_clear(self, topic: str) -> bool:
+        with self._write() as conn:
+            return bool(conn.execute(Q["topic_limit_clear"], {"topic": topic}).fetchall())
+
+    def _topic_limits(self) -> list[TopicLimit]:
+        with self._use() as conn:
+            rows = conn.execute(Q["topic_limits"]).fetchall()
+        return [TopicLimit(r["topic"], r["max_running"], from_epoch(r["set_at"])) for r in rows]
 
     def _topics_paused(self) -> list[PausedTopic]:
         with self._use() as conn:

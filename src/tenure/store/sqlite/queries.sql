@@ -37,12 +37,12 @@ INSERT INTO tenure_tasks (
     id, topic, sub_topic, name, status, data, group_id, description, priority,
     max_attempts, tags, timeout, run_at, created_at, updated_at,
     unique_key, unique_lock, unique_on_conflict, unique_ttl, unique_retry_in,
-    gate_in, gate_out, meta, expires_at
+    gate_in, gate_out, meta, expires_at, limit_key, limit_max, order_key
 ) VALUES (
     ?1, ?2, ?3, ?4, ?19, ?5, ?6, ?7, ?8,
     ?9, ?10, ?11, ?12, ?13, ?13,
     ?14, ?15, ?16, ?17, ?18,
-    ?20, ?21, ?22, ?23
+    ?20, ?21, ?22, ?23, ?24, ?25, ?26
 );
 
 -- A flow's gates, each with all its members remaining.
@@ -131,50 +131,117 @@ SET status = 'running',
     record_ver = record_ver + 1,
     updated_at = :now
 
+-- Limits (0013_limits.sql), in the scan that offers a reservation's rows: no
+-- task of a topic or limit key already at its most, and of an ordered key
+-- only the first unfinished task, while none of it runs. The scan so passes
+-- over the tasks that cannot start (a full key's backlog blocks no other key);
+-- within_room then takes, of the rows offered, as many per topic and per key
+-- as there is room for. The write transaction is SQLite's only one: nothing
+-- starts a task between the counts and the writes.
+-- fragment: within_limits
+AND topic NOT IN (
+    SELECT l.topic FROM tenure_topic_limits AS l
+    WHERE l.max_running <= (SELECT count(*) FROM tenure_tasks AS r
+                            WHERE r.status = 'running' AND r.topic = l.topic))
+AND (limit_key IS NULL OR limit_key NOT IN (
+    SELECT r.limit_key FROM tenure_tasks AS r INDEXED BY tenure_tasks_limited_running
+    WHERE r.status = 'running' AND r.limit_key IS NOT NULL
+    GROUP BY r.limit_key HAVING count(*) >= min(r.limit_max)))
+AND (order_key IS NULL OR NOT EXISTS (
+    SELECT 1 FROM tenure_tasks AS e
+    WHERE e.order_key = tenure_tasks.order_key AND e.seq < tenure_tasks.seq
+      AND e.status IN ('waiting', 'pending', 'running', 'snoozed')))
+
+-- Of the rows offered (c, numbered in the order taken per topic and per key),
+-- the first ones of each topic and key up to the room left under its limit,
+-- and an ordered key's first while none of it runs.
+-- fragment: within_room
+c.nth_in_topic <= coalesce((
+    SELECT l.max_running - (SELECT count(*) FROM tenure_tasks AS r
+                            WHERE r.status = 'running' AND r.topic = c.topic)
+    FROM tenure_topic_limits AS l WHERE l.topic = c.topic), c.nth_in_topic)
+AND (c.limit_key IS NULL OR c.nth_in_key <= c.limit_max - (
+    SELECT count(*) FROM tenure_tasks AS r INDEXED BY tenure_tasks_limited_running
+    WHERE r.status = 'running' AND r.limit_key = c.limit_key))
+AND (c.order_key IS NULL OR NOT EXISTS (
+    SELECT 1 FROM tenure_tasks AS r INDEXED BY tenure_tasks_ordered
+    WHERE r.order_key = c.order_key
+      AND r.status IN ('waiting', 'pending', 'running', 'snoozed') AND r.status = 'running'))
+
 -- name: reserve_any
 {lease_picked}
 WHERE seq IN (
-    SELECT seq FROM tenure_tasks INDEXED BY tenure_tasks_pending
-    WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
-      AND topic NOT IN (SELECT topic FROM tenure_paused_topics)
-      AND (expires_at IS NULL OR expires_at > :now)
-      AND (tags = '[]' OR NOT EXISTS (
-          SELECT 1 FROM json_each(tenure_tasks.tags) AS t
-          WHERE t.value NOT IN (SELECT value FROM json_each(:tags))))
-    ORDER BY priority DESC, seq
-    LIMIT :limit
+    SELECT c.seq FROM (
+        SELECT seq, topic, limit_key, limit_max, order_key,
+               row_number() OVER (PARTITION BY topic ORDER BY priority DESC, seq) AS nth_in_topic,
+               row_number() OVER (PARTITION BY limit_key ORDER BY priority DESC, seq) AS nth_in_key
+        FROM (
+            SELECT seq, priority, topic, limit_key, limit_max, order_key
+            FROM tenure_tasks INDEXED BY tenure_tasks_pending
+            WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
+              AND topic NOT IN (SELECT topic FROM tenure_paused_topics)
+              AND (expires_at IS NULL OR expires_at > :now)
+              AND (tags = '[]' OR NOT EXISTS (
+                  SELECT 1 FROM json_each(tenure_tasks.tags) AS t
+                  WHERE t.value NOT IN (SELECT value FROM json_each(:tags))))
+              {within_limits}
+            ORDER BY priority DESC, seq
+            LIMIT :limit
+        )
+    ) AS c
+    WHERE {within_room}
 )
 RETURNING *;
 
 -- name: reserve_topic
 {lease_picked}
 WHERE seq IN (
-    SELECT seq FROM tenure_tasks INDEXED BY tenure_tasks_pending_by_topic
-    WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
-      AND topic = :topic
-      AND :topic NOT IN (SELECT topic FROM tenure_paused_topics)
-      AND (expires_at IS NULL OR expires_at > :now)
-      AND (tags = '[]' OR NOT EXISTS (
-          SELECT 1 FROM json_each(tenure_tasks.tags) AS t
-          WHERE t.value NOT IN (SELECT value FROM json_each(:tags))))
-    ORDER BY priority DESC, seq
-    LIMIT :limit
+    SELECT c.seq FROM (
+        SELECT seq, topic, limit_key, limit_max, order_key,
+               row_number() OVER (PARTITION BY topic ORDER BY priority DESC, seq) AS nth_in_topic,
+               row_number() OVER (PARTITION BY limit_key ORDER BY priority DESC, seq) AS nth_in_key
+        FROM (
+            SELECT seq, priority, topic, limit_key, limit_max, order_key
+            FROM tenure_tasks INDEXED BY tenure_tasks_pending_by_topic
+            WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
+              AND topic = :topic
+              AND :topic NOT IN (SELECT topic FROM tenure_paused_topics)
+              AND (expires_at IS NULL OR expires_at > :now)
+              AND (tags = '[]' OR NOT EXISTS (
+                  SELECT 1 FROM json_each(tenure_tasks.tags) AS t
+                  WHERE t.value NOT IN (SELECT value FROM json_each(:tags))))
+              {within_limits}
+            ORDER BY priority DESC, seq
+            LIMIT :limit
+        )
+    ) AS c
+    WHERE {within_room}
 )
 RETURNING *;
 
 -- name: reserve_topics
 {lease_picked}
 WHERE seq IN (
-    SELECT seq FROM tenure_tasks INDEXED BY tenure_tasks_pending
-    WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
-      AND topic IN (SELECT value FROM json_each(:topics)
-                    WHERE value NOT IN (SELECT topic FROM tenure_paused_topics))
-      AND (expires_at IS NULL OR expires_at > :now)
-      AND (tags = '[]' OR NOT EXISTS (
-          SELECT 1 FROM json_each(tenure_tasks.tags) AS t
-          WHERE t.value NOT IN (SELECT value FROM json_each(:tags))))
-    ORDER BY priority DESC, seq
-    LIMIT :limit
+    SELECT c.seq FROM (
+        SELECT seq, topic, limit_key, limit_max, order_key,
+               row_number() OVER (PARTITION BY topic ORDER BY priority DESC, seq) AS nth_in_topic,
+               row_number() OVER (PARTITION BY limit_key ORDER BY priority DESC, seq) AS nth_in_key
+        FROM (
+            SELECT seq, priority, topic, limit_key, limit_max, order_key
+            FROM tenure_tasks INDEXED BY tenure_tasks_pending
+            WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
+              AND topic IN (SELECT value FROM json_each(:topics)
+                            WHERE value NOT IN (SELECT topic FROM tenure_paused_topics))
+              AND (expires_at IS NULL OR expires_at > :now)
+              AND (tags = '[]' OR NOT EXISTS (
+                  SELECT 1 FROM json_each(tenure_tasks.tags) AS t
+                  WHERE t.value NOT IN (SELECT value FROM json_each(:tags))))
+              {within_limits}
+            ORDER BY priority DESC, seq
+            LIMIT :limit
+        )
+    ) AS c
+    WHERE {within_room}
 )
 RETURNING *;
 
@@ -602,6 +669,7 @@ SELECT 1 FROM tenure_tasks INDEXED BY tenure_tasks_pending
 WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
   AND topic NOT IN (SELECT topic FROM tenure_paused_topics)
   AND (expires_at IS NULL OR expires_at > :now)
+  {within_limits}
 LIMIT 1;
 
 -- name: runnable_topics
@@ -611,6 +679,7 @@ WHERE status = 'pending'
                 WHERE value NOT IN (SELECT topic FROM tenure_paused_topics))
   AND (run_at IS NULL OR run_at <= :now)
   AND (expires_at IS NULL OR expires_at > :now)
+  {within_limits}
 LIMIT 1;
 
 -- Tasks past their deadline (Task.expires) that never started end cancelled,
@@ -644,6 +713,19 @@ DELETE FROM tenure_paused_topics WHERE topic = :topic RETURNING topic;
 
 -- name: topics_paused
 SELECT topic, paused_at FROM tenure_paused_topics ORDER BY topic;
+
+-- Topic limits (0013_limits.sql): at most max_running tasks of the topic run
+-- at once, across every worker.
+-- name: topic_limit_set
+INSERT INTO tenure_topic_limits (topic, max_running, set_at) VALUES (:topic, :max_running, :now)
+ON CONFLICT (topic) DO UPDATE SET max_running = excluded.max_running, set_at = excluded.set_at
+RETURNING topic, max_running, set_at;
+
+-- name: topic_limit_clear
+DELETE FROM tenure_topic_limits WHERE topic = :topic RETURNING topic;
+
+-- name: topic_limits
+SELECT topic, max_running, set_at FROM tenure_topic_limits ORDER BY topic;
 
 -- The observer's reports (0004_follow_and_reports.sql). A run is saved only for
 -- a slot later than the saved one, so of two schedulers running the same slot

@@ -113,8 +113,11 @@ INSERT_COLUMNS = (
     "gate_out",
     "meta",
     "expires_at",
+    "limit_key",
+    "limit_max",
+    "order_key",
 )
-"""The values of ``insert_task``, in the order of its placeholders ?1 … ?23."""
+"""The values of ``insert_task``, in the order of its placeholders ?1 … ?26."""
 RUN_AT = INSERT_COLUMNS.index("run_at")
 
 
@@ -141,6 +144,9 @@ def insert_row(
         *where,
         task.meta_json,
         None if task.expires is None else now + task.expires,
+        task.limit_key,
+        task.limit_max,
+        task.order_key,
     )
 
 

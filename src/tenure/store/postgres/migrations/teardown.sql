@@ -14,12 +14,12 @@
 -- tables with their triggers, then the trigger functions.
 DROP FUNCTION IF EXISTS
     tenure_unique_refused, tenure_start_refused, tenure_wake, tenure_wake_checked,
-    tenure_gate_passed, tenure_gate_broken, tenure_stamped;
+    tenure_gate_passed, tenure_gate_broken, tenure_stamped, tenure_rooms;
 
 DROP TABLE IF EXISTS
     tasks, events, event_log, leaders, workers, reports, task_counts,
     task_transitions, unique_locks, wake_wanted, gates, schedules, paused_topics,
-    tenure_migrations;
+    topic_limits, tenure_migrations;
 
 DROP FUNCTION IF EXISTS
     tenure_created_wake, tenure_report_saved, tenure_task_created,

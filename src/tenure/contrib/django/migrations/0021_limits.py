@@ -1,0 +1,13 @@
+"""Concurrency limits and ordered keys: topic limits (``topic_limits``), a
+task's limit key and its most (``limit_key``, ``limit_max``), and its order
+key (``order_key``), all read by the reserve statements. Runs PostgreSQL's
+0021_limits.sql and SQLite's 0013_limits.sql."""
+
+from django.db import migrations
+
+from tenure.contrib.django.operations import RunTenureSQL
+
+
+class Migration(migrations.Migration):  # type: ignore[misc] # Django ships no type hints
+    dependencies: list[tuple[str, str]] = [("tenure", "0020_flow_control")]
+    operations = [RunTenureSQL(postgresql="0021_limits", sqlite="0013_limits")]

@@ -1,0 +1,58 @@
+-- Concurrency limits and ordered keys (flow control): how many tasks may run
+-- at once per topic (topic_limits) and per key computed from a task's
+-- arguments (limit_key, at most limit_max running), and keys whose tasks run
+-- one at a time in enqueue order (order_key). The reserve statements read
+-- them; nothing else does. Nullable columns without a default rewrite no row,
+-- and the partial indexes hold only the tasks that have a key.
+CREATE TABLE {schema}.topic_limits (
+    topic text PRIMARY KEY,
+    max_running bigint NOT NULL CHECK (max_running > 0),
+    set_at timestamptz NOT NULL
+);
+
+ALTER TABLE {schema}.tasks ADD COLUMN limit_key text;
+ALTER TABLE {schema}.tasks ADD COLUMN limit_max bigint;
+ALTER TABLE {schema}.tasks ADD COLUMN order_key text;
+
+-- The running tasks of a key, counted before a reservation takes more.
+CREATE INDEX tasks_limited_running ON {schema}.tasks (limit_key)
+    WHERE status = 'running' AND limit_key IS NOT NULL;
+
+-- An ordered key's unfinished tasks in enqueue order: only the first may
+-- start, and none while one runs.
+CREATE INDEX tasks_ordered ON {schema}.tasks (order_key, seq)
+    WHERE order_key IS NOT NULL AND status IN ('waiting', 'pending', 'running', 'snoozed');
+
+-- The room under each limit a reservation would take tasks under: the
+-- limit's most, less the tasks running under it, counted once its lock is
+-- held. Reservations of one limit take its lock in turn (every caller in the
+-- same order, so none waits on another in a circle), and the lock lasts until
+-- the reservation commits; each count is a statement of its own, whose
+-- snapshot (this function is VOLATILE) sees every reservation that held the
+-- lock before. A count never misses a start, so a limit is never exceeded;
+-- a task that ended since is seen ending by the next reservation.
+CREATE FUNCTION {schema}.tenure_rooms(kinds text[], names text[], maxes bigint[])
+RETURNS TABLE (kind text, name text, room bigint)
+LANGUAGE plpgsql VOLATILE AS $$
+#variable_conflict use_column
+DECLARE
+    held record;
+BEGIN
+    FOR held IN
+        SELECT DISTINCT l.kind, l.name FROM unnest(kinds, names) AS l(kind, name)
+        ORDER BY l.kind, l.name
+    LOOP
+        PERFORM pg_advisory_xact_lock(
+            hashtextextended('tenure.limit.' || held.kind || '.' || held.name, 0));
+    END LOOP;
+    RETURN QUERY
+    SELECT l.kind, l.name, l.max - CASE l.kind
+        WHEN 'topic' THEN (SELECT count(*) FROM {schema}.tasks AS r
+                           WHERE r.status = 'running' AND r.topic = l.name)
+        WHEN 'key' THEN (SELECT count(*) FROM {schema}.tasks AS r
+                         WHERE r.status = 'running' AND r.limit_key = l.name)
+        ELSE (SELECT count(*) FROM {schema}.tasks AS r
+              WHERE r.status = 'running' AND r.order_key = l.name) END
+    FROM unnest(kinds, names, maxes) AS l(kind, name, max);
+END
+$$;

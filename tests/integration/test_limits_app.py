@@ -1,0 +1,91 @@
+"""Limits as an App declares and an operator sets them: a task's limit and
+order keys computed from its arguments by name at enqueue (readable, under
+the task's name or the limit's own, ``None`` for no key, a long one hashed);
+declarations checked when made; a topic limit declared with ``app.limit``
+stored by the scheduler as its term begins; ``tenure limit`` and ``tenure
+limits`` on the command line, a mistake one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import tenure
+from tenure import InvalidInput
+from tenure.cli import main
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> tenure.App:
+    return tenure.App(f"sqlite:///{tmp_path / 'tenure.db'}")
+
+
+def test_keys_are_computed_from_the_arguments_by_name(app: tenure.App) -> None:
+    limit = tenure.Limit(key=lambda account, **_: account, max_running=2)
+
+    @app.task(name="charge", concurrency=limit, ordered_by=lambda account, cents=0, **_: cents)
+    def charge(account: Any, cents: int = 5, **extra: Any) -> None: ...
+
+    @app.task(name="refund", concurrency=tenure.Limit(key=lambda account: account, name="acct"))
+    def refund(account: str) -> None: ...
+
+    made = charge.enqueue("a-1").task
+    assert (made.limit_key, made.limit_max, made.order_key) == ("charge:a-1", 2, "charge:5")
+    by_keyword = charge.enqueue(cents=7, account={"id": 3}, note="x").task
+    assert (by_keyword.limit_key, by_keyword.order_key) == ('charge:{"id":3}', "charge:7")
+    assert refund.enqueue("a-1").task.limit_key == "acct:a-1"
+    unkeyed = charge.enqueue(None).task
+    assert (unkeyed.limit_key, unkeyed.limit_max) == (None, None)
+    long = charge.enqueue("x" * 600).task
+    assert long.limit_key is not None and long.limit_key.startswith("charge:sha256:")
+    stored = app.store.task_get(made.id)
+    assert stored is not None and stored.limit_key == "charge:a-1"
+
+
+def test_a_declaration_is_checked_when_made(app: tenure.App) -> None:
+    for wrong, field in (
+        ({"key": 5}, "concurrency.key"),
+        ({"key": str, "max_running": 0}, "concurrency.max_running"),
+        ({"key": str, "name": ""}, "concurrency.name"),
+    ):
+        with pytest.raises(InvalidInput, match=field):
+            tenure.Limit(**wrong)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput, match="ordered_by"):
+        app.task(ordered_by=5)(lambda: None)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput, match="concurrency"):
+        app.task(concurrency=3)(lambda: None)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput, match="max_running"):
+        app.limit("mail", max_running=0)
+
+
+def test_a_declared_topic_limit_is_stored_by_the_scheduler(app: tenure.App) -> None:
+    app.limit("mail", max_running=4)
+    app.tasks.limit("mail", 9)  # a change at run time holds until the next term
+    scheduler = app.scheduler()
+    assert scheduler.run_once().leader
+    assert [(lim.topic, lim.max_running) for lim in app.tasks.limits()] == [("mail", 4)]
+    app.tasks.limit("mail", 2)
+    scheduler.run_once()
+    assert [lim.max_running for lim in app.tasks.limits()] == [2]
+
+
+def test_the_command_line_sets_lists_and_lifts_a_limit(
+    app: tenure.App, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = ["--url", app.url]
+    assert main(["limit", "mail", "3", *url]) == 0
+    assert "mail runs at most 3 at once" in capsys.readouterr().out
+    assert main(["limits", "--json", *url]) == 0
+    [listed] = json.loads(capsys.readouterr().out)
+    assert (listed["topic"], listed["max_running"]) == ("mail", 3)
+    assert main(["limit", "mail", "--off", *url]) == 0
+    assert "mail runs without a limit" in capsys.readouterr().out
+    assert main(["limits", *url]) == 0
+    assert "no topic has a limit" in capsys.readouterr().out
+    for wrong in (["limit", "mail", "0"], ["limit", "mail"], ["limit", "mail", "2", "--off"]):
+        assert main([*wrong, *url]) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
