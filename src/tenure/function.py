@@ -337,11 +337,13 @@ class TaskFunction(Generic[P, R]):
             unique=self._unique_rule(args, kwargs),
             meta=opts.meta,
             expires=config.expires if opts.expires is None else opts.expires,
-            **self._keys(args, kwargs),
+            **self._keys((None, *args) if given else args, kwargs),
         )
 
     def _keys(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
-        """The task's limit and order keys, as its declaration computes them."""
+        """The task's limit and order keys, as its declaration computes them (a
+        workflow's task, given what comes before it, from ``None`` in its place:
+        a key cannot depend on what is not known at enqueue)."""
         config, keys = self.config, dict[str, Any]()
         limit = config.concurrency
         if limit is not None:

@@ -78,13 +78,21 @@ def by_name(
     signature: inspect.Signature, args: Sequence[Any], kwargs: Mapping[str, Any]
 ) -> dict[str, Any]:
     """A call's arguments by parameter name, defaults filled in; those of a
-    ``**kwargs`` parameter by their own names."""
-    bound = signature.bind(*args, **kwargs)
+    ``**kwargs`` parameter by their own names, unless a parameter has it
+    (positional-only, given by position)."""
+    try:
+        bound = signature.bind(*args, **kwargs)
+    except TypeError:  # a positional-only name given to **kwargs: before Python
+        given = dict(kwargs)  # 3.13, bind refuses what a call takes
+        positional = [p for p in signature.parameters.values() if p.kind <= p.POSITIONAL_OR_KEYWORD]
+        given.update((p.name, value) for p, value in zip(positional, args, strict=False))
+        return given
     bound.apply_defaults()
     named: dict[str, Any] = {}
     for name, value in bound.arguments.items():
         if signature.parameters[name].kind is inspect.Parameter.VAR_KEYWORD:
-            named.update(value)
+            for extra, given in value.items():  # a parameter's own value first
+                named.setdefault(extra, given)
         else:
             named[name] = value
     return named

@@ -447,6 +447,16 @@ def test_a_tasks_progress_shows_on_its_page(app: App, browser: TestClient) -> No
     assert "step &lt;2&gt; of 5" in page  # the note is the task's text: escaped
 
 
+def test_a_task_page_shows_the_keys_it_runs_under(app: App, browser: TestClient) -> None:
+    keyed = app.store.task_create(
+        NewTask(topic="keys", name="n", limit_key="acct:<7>", limit_max=2, order_key="ledger:7")
+    )
+    page = browser.get(f"/tasks/{keyed.id}").text
+    assert "acct:&lt;7&gt; (at most 2 at once)" in page and "ledger:7" in page
+    plain = browser.get(f"/tasks/{app.store.task_create(NewTask(topic='k', name='n')).id}").text
+    assert "limit key" not in plain and "order key" not in plain
+
+
 def test_a_task_page_shows_every_attempts_error_and_what_it_waits_for(
     app: App, browser: TestClient
 ) -> None:

@@ -44,7 +44,8 @@ ROUTES = ["GET /api/openapi.json", "POST /api/tasks", "GET /api/tasks", "GET /ap
           "GET /api/tasks/{id}/events", "POST /api/tasks/{id}/retry",
           "POST /api/tasks/{id}/cancel", "GET /api/stats", "GET /api/workers",
           "POST /api/tasks/retry", "POST /api/tasks/cancel", "GET /api/topics/paused",
-          "POST /api/topics/pause", "POST /api/topics/resume", "GET /api/schedules",
+          "POST /api/topics/pause", "POST /api/topics/resume", "GET /api/topics/limits",
+          "POST /api/topics/limit", "GET /api/schedules",
           "POST /api/schedules", "GET /api/schedules/{name}",
           "PATCH /api/schedules/{name}", "DELETE /api/schedules/{name}"]  # fmt: skip
 
@@ -609,6 +610,26 @@ def test_a_topic_is_paused_listed_and_resumed(app: App, client: TestClient) -> N
                         ({"topic": "a", "x": 1}, "x")]:  # fmt: skip
         assert refusal(client.post("/api/topics/pause", json=body)) == (422, field)
     assert app.store.topics_paused() == []
+
+
+def test_a_topics_limit_is_set_listed_and_lifted(app: App, client: TestClient) -> None:
+    assert client.get("/api/topics/limits").json() == {"limits": []}
+    set_ = client.post("/api/topics/limit", json={"topic": "mail", "max_running": 3})
+    assert set_.status_code == 200 and set_.json() == {"topic": "mail", "max_running": 3}
+    [listed] = client.get("/api/topics/limits").json()["limits"]
+    assert (listed["topic"], listed["max_running"]) == ("mail", 3) and listed["set_at"]
+    assert [(lim.topic, lim.max_running) for lim in app.store.topic_limits()] == [("mail", 3)]
+    lifted = client.post("/api/topics/limit", json={"topic": "mail", "max_running": None})
+    assert lifted.json() == {"topic": "mail", "max_running": None}
+    assert app.store.topic_limits() == []
+    for body, field in [({"topic": "mail"}, "max_running"), ({"max_running": 2}, "topic"),
+                        ({"topic": "mail", "max_running": 0}, "max_running"),
+                        ({"topic": "mail", "max_running": 2.5}, "max_running"),
+                        ({"topic": "mail", "max_running": True}, "max_running"),
+                        ({"topic": "", "max_running": 2}, "topic"),
+                        ({"topic": None, "max_running": 2}, "topic")]:  # fmt: skip
+        assert refusal(client.post("/api/topics/limit", json=body)) == (422, field), body
+    assert app.store.topic_limits() == []
 
 
 def test_a_change_that_does_not_fit_the_stored_schedule_is_a_conflict(

@@ -89,3 +89,27 @@ def test_the_command_line_sets_lists_and_lifts_a_limit(
         assert main([*wrong, *url]) == 2
         err = capsys.readouterr().err
         assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_a_workflow_step_computes_its_keys_from_its_own_arguments(app: tenure.App) -> None:
+    """A chain's later step is given what came before it as its first
+    argument, unknown at enqueue: its keys come from the arguments it is
+    enqueued with, the given one in its place as None."""
+    limit = tenure.Limit(key=lambda account, **_: account)
+
+    @app.task(name="first")
+    def first() -> int: ...
+
+    @app.task(name="then", concurrency=limit, ordered_by=lambda previous, account: account)
+    def then(previous: int, account: str) -> None: ...
+
+    chain = first.s().then(then.s("a-1")).enqueue()
+    step = app.store.task_get(chain.tasks[1].id)
+    assert step is not None and (step.limit_key, step.order_key) == ("then:a-1", "then:a-1")
+
+
+def test_a_positional_only_name_given_to_kwargs_keys_by_position(app: tenure.App) -> None:
+    @app.task(name="po", ordered_by=lambda account, **_: account)
+    def po(account: str, /, **extra: Any) -> None: ...
+
+    assert po.enqueue("a-1", account="other").task.order_key == "po:a-1"

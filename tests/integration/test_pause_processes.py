@@ -1,18 +1,21 @@
 """Pausing a topic, with real worker processes (3 processes of 4 threads each)
 draining it: after the pause no task of the topic starts (beyond the poll that
 was under way), the running ones finish, the pending ones wait without spending
-an attempt; a resume starts them again, and every task runs once."""
+an attempt; a resume starts them again, and every task runs once. The tasks a
+worker reserved ahead go back to pending, unbegun, within a poll."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
 from tenure import Status, Store
 from tenure.store import TaskFilter
-from tests.apps.basic import naps
+from tests.apps.basic import blocks, naps
 from tests.integration.workers import WorkerProcess, enqueue, wait_for
 
 pytestmark = pytest.mark.slow
@@ -52,3 +55,33 @@ def test_a_pause_stops_new_starts_and_a_resume_restarts_them(
     assert {t.id for t in after} == ids and all(t.attempts == 1 for t in after)
     resumed = [t for t in after if t.id in {w.id for w in waiting}]
     assert all(t.started_at is not None and t.started_at > paused.paused_at for t in resumed)
+
+
+def test_a_pause_hands_back_the_tasks_a_worker_reserved_ahead(
+    store: Store, start: Callable[..., WorkerProcess], tmp_path: Path
+) -> None:
+    """A worker of one slot holding three tasks ahead of a blocked one: the
+    pause sends the three back to pending within a poll, unbegun and their
+    attempts given back, while the running one finishes; none starts until the
+    resume."""
+    worker = start("--concurrency", "1", "--prefetch", "3")
+    gate = tmp_path / "gate"
+    first = enqueue(store, blocks, str(gate))
+    ahead = [enqueue(store, naps, 0.01) for _ in range(3)]
+    wait_for(lambda: store.task_count(TaskFilter(topic="basic", status=Status.RUNNING)) == 4,
+             "the blocked task running and three held ahead")  # fmt: skip
+    store.topic_pause("basic")
+    wait_for(lambda: store.task_count(TaskFilter(topic="basic", status=Status.PENDING)) == 3,
+             "the three handed back", timeout=5)  # fmt: skip
+    assert all(store.task_get(t.id).attempts == 0 for t in ahead)  # type: ignore[union-attr]
+    assert worker.wait_for_log("released to pending unbegun, its topic paused")
+    gate.touch()
+    ended = wait_for(lambda: (t := store.task_get(first.id)) and t.finished and t,
+                     "the blocked task's end")  # fmt: skip
+    assert ended.status is Status.DONE
+    time.sleep(0.5)  # ten polls: the three stay where the pause put them
+    assert store.task_count(TaskFilter(topic="basic", status=Status.PENDING)) == 3
+    store.topic_resume("basic")
+    wait_for(lambda: store.task_count(TaskFilter(topic="basic", status=Status.DONE)) == 4,
+             "every task done after the resume")  # fmt: skip
+    assert all(store.task_get(t.id).attempts == 1 for t in ahead)  # type: ignore[union-attr]

@@ -84,9 +84,11 @@ def test_reserve_reads_only_pending_rows(
     plan = explain(postgres_url, query, {**params, "topic": "t", "topics": ["t"]})
     assert plan["Actual Rows"] == 10
     scans = scans_of_tasks(plan)
-    # The paused topics' table, a few rows at most, is read whole, once.
+    # The paused topics' and the limits' tables, a few rows at most, are read
+    # whole, once each.
     seq_scans = [node for node in nodes(plan) if node["Node Type"] == "Seq Scan"]
-    assert all(node.get("Relation Name") == "paused_topics" for node in seq_scans), plan
+    small = {"paused_topics", "topic_limits"}
+    assert all(node.get("Relation Name") in small for node in seq_scans), plan
     assert all(node.get("Actual Loops", 1) == 1 for node in seq_scans), plan
     pending = [node for node in scans if node.get("Index Name") in PENDING_INDEXES]
     assert pending, f"no scan of a pending index in {plan}"

@@ -131,7 +131,7 @@ def test_every_function_names_tenures_tables_with_their_schema(blank_postgres_ur
             "SELECT p.proname, p.prosrc, p.proconfig FROM pg_proc AS p"
             " WHERE p.pronamespace = 'jobs'::regnamespace ORDER BY 1"
         ).fetchall()
-    assert len(found) == 15
+    assert len(found) == 16
     assert {name: bare.findall(source) for name, source, _ in found if bare.search(source)} == {}
     assert [name for name, _, config in found if config is not None] == []
     with psycopg.connect(blank_postgres_url, autocommit=True) as conn:  # public's path

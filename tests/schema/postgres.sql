@@ -453,12 +453,18 @@ AS $function$
 DECLARE
     held record;
 BEGIN
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'tenure''s limits need READ COMMITTED transactions, not %',
+            current_setting('transaction_isolation')
+            USING HINT = 'set default_transaction_isolation to read committed for tenure''s role';
+    END IF;
     FOR held IN
-        SELECT DISTINCT l.kind, l.name FROM unnest(kinds, names) AS l(kind, name)
-        ORDER BY l.kind, l.name
+        SELECT DISTINCT hashtextextended(
+            'tenure.limit."tenure".' || l.kind || '.' || l.name, 0) AS key
+        FROM unnest(kinds, names) AS l(kind, name)
+        ORDER BY key
     LOOP
-        PERFORM pg_advisory_xact_lock(
-            hashtextextended('tenure.limit.' || held.kind || '.' || held.name, 0));
+        PERFORM pg_advisory_xact_lock(held.key);
     END LOOP;
     RETURN QUERY
     SELECT l.kind, l.name, l.max - CASE l.kind

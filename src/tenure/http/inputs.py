@@ -218,6 +218,12 @@ def expires(value: object, field: str) -> float:
     return seconds(value, field)
 
 
+def most(value: object, field: str) -> int:
+    """How many at most: one or more, ``3.0`` read as ``3``."""
+    whole = int(value) if isinstance(value, float) and value.is_integer() else value
+    return integer(whole, field, minimum=1)
+
+
 def priority(value: object, field: str) -> int:
     """A 32-bit integer, ``3.0`` read as ``3``: JSON has one number type, and
     JSON Schema calls 3.0 an integer."""

@@ -51,7 +51,7 @@ from tenure.http.surface import (
     SCHEDULE_FIELDS,
     Operation,
 )
-from tenure.store.flowcontrol import PausedTopic
+from tenure.store.flowcontrol import PausedTopic, TopicLimit
 from tenure.store.types import EVENT_KINDS, Event, Page, QueueStats, WorkerInfo
 from tenure.task import Status, Task
 from tenure.timetable import zones
@@ -67,6 +67,7 @@ NAMED: dict[type, str] = {
     QueueStats: "Stats",
     WorkerInfo: "Worker",
     PausedTopic: "PausedTopic",
+    TopicLimit: "TopicLimit",
 }
 """The dataclasses (and the enum) that are schemas of their own, by name."""
 
@@ -114,6 +115,7 @@ def _answers() -> dict[str, Schema]:
         ),
         "Worker": derive(WorkerInfo, NAMED, {"held": COUNT}),
         "PausedTopic": derive(PausedTopic, NAMED),
+        "TopicLimit": derive(TopicLimit, NAMED),
     }
 
 

@@ -30,8 +30,23 @@ from tenure.http.inputs import ApiError
 from tenure.http.openapi import Signatures
 from tenure.http.replies import reply
 from tenure.http.schedules import ScheduleRoutes
-from tenure.http.surface import BULK_FIELDS, MAX_BULK, OPERATIONS, OPTIONS, TOPIC, Operation
-from tenure.shapes import event_json, paused_json, stats_json, task_json, worker_json
+from tenure.http.surface import (
+    BULK_FIELDS,
+    MAX_BULK,
+    MAX_RUNNING,
+    OPERATIONS,
+    OPTIONS,
+    TOPIC,
+    Operation,
+)
+from tenure.shapes import (
+    event_json,
+    limit_json,
+    paused_json,
+    stats_json,
+    task_json,
+    worker_json,
+)
 from tenure.store import TaskFilter
 from tenure.task import Task
 
@@ -192,6 +207,21 @@ class Api(ScheduleRoutes):
         topic = await _topic_of(request)
         resumed = await self._work(lambda admin: admin.resume(topic))
         return reply({"topic": topic, "resumed": resumed})
+
+    async def list_topic_limits(self, request: Request, values: Values) -> Response:
+        limits = await self._work(lambda admin: admin.limits())
+        return reply({"limits": [limit_json(limit) for limit in limits]})
+
+    async def limit_topic(self, request: Request, values: Values) -> Response:
+        body = await inputs.json_body(request, TOPIC_BYTES)
+        given = inputs.body_fields(body, (TOPIC, MAX_RUNNING))
+        if "topic" not in given:
+            raise InvalidInput("topic", "is required")
+        if "max_running" not in body:  # type: ignore[operator]  # read: an object
+            raise InvalidInput("max_running", "is required (null lifts the limit)")
+        topic, most = given["topic"], given.get("max_running")
+        await self._work(lambda admin: admin.limit(topic, most))
+        return reply({"topic": topic, "max_running": most})
 
     async def list_workers(self, request: Request, values: Values) -> Response:
         workers = await self._work(lambda admin: admin.workers())

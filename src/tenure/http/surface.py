@@ -18,7 +18,7 @@ from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import Any
 
 from tenure import checks
-from tenure.checks import INT32, MAX_NAME_LENGTH, MAX_SECONDS
+from tenure.checks import INT32, INT64, MAX_NAME_LENGTH, MAX_SECONDS
 from tenure.http import inputs
 from tenure.http.inputs import DEFAULT_LIMIT, MAX_LIMIT, PAGING, Kind, Param
 from tenure.http.schemas import (
@@ -46,6 +46,7 @@ SECONDS = Kind({"type": "number", "exclusiveMinimum": 0, "maximum": MAX_SECONDS}
 DELAY = Kind({"type": "number", "minimum": 0, "maximum": MAX_SECONDS}, inputs.delay)
 EXPIRES = Kind({"type": "number", "exclusiveMinimum": 0, "maximum": MAX_SECONDS}, inputs.expires)
 PRIORITY = Kind({"type": "integer", "minimum": INT32[0], "maximum": INT32[1]}, inputs.priority)
+MOST = Kind({"type": "integer", "minimum": 1, "maximum": INT64[1]}, inputs.most)
 DESCRIPTION = Kind(text(MAX_DESCRIPTION_LENGTH), inputs.description)
 TASK_ID = Kind({"type": "string", "minLength": 1, "maxLength": MAX_NAME_LENGTH}, checks.text)
 """A task's id in a path. Its schema leaves out TEXT's no-NUL pattern, which the
@@ -315,6 +316,9 @@ def _schedule(method: str, id: str, summary: str, handler: str, **more: Any) -> 
 
 
 TOPIC = Param("topic", TEXT, "the topic", where="body")
+MAX_RUNNING = Param(
+    "max_running", MOST, "how many of its tasks may run at once; null lifts the limit", where="body"
+)
 
 
 def _topic_change(action: str, summary: str, returns: Schema) -> Operation:
@@ -353,9 +357,32 @@ TOPICS = (
         "Let workers start a paused topic's tasks again",
         obj({"topic": {"type": "string"}, "resumed": {"type": "boolean"}}),
     ),
+    Operation(
+        "GET",
+        "/api/topics/limits",
+        id="listTopicLimits",
+        summary="The topics' concurrency limits: at most so many of a topic's tasks run at once",
+        handler="list_topic_limits",
+        answer="The topics' limits, by topic",
+        returns=obj({"limits": {"type": "array", "items": ref("TopicLimit")}}),
+        refusals=STORE,
+    ),
+    Operation(
+        "POST",
+        "/api/topics/limit",
+        id="limitTopic",
+        summary="Let at most max_running tasks of a topic run at once, across every worker, "
+        "from the next reservation (null lifts the limit)",
+        handler="limit_topic",
+        body=obj({TOPIC.name: TOPIC.kind.schema, MAX_RUNNING.name: nullable(MOST.schema)}),
+        answer="The topic's limit now",
+        returns=obj({"topic": {"type": "string"}, "max_running": nullable(MOST.schema)}),
+        refusals=("400", "413", "415", *STORE),
+    ),
 )
-"""The topics' routes: pause, resume, and which are paused (a topic is named in
-the body: a topic may hold a ``/``, which no path segment can)."""
+"""The topics' routes: pause, resume, which are paused, and their limits (a
+topic is named in the body: a topic may hold a ``/``, which no path segment
+can)."""
 
 SCHEDULES = (
     Operation(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from tenure.task import Lease, Task
@@ -120,10 +120,15 @@ class Holdings:
             self._mark_ended(held)
             return True
 
-    def end_waiting(self) -> list[Held]:
-        """End every held task that no execution has claimed yet."""
+    def end_waiting(self, which: Callable[[Held], bool] | None = None) -> list[Held]:
+        """End every held task that no execution has claimed yet (of those
+        ``which`` takes, if given)."""
         with self._lock:
-            waiting = [h for h in self._held.values() if not h.running and not h.ended]
+            waiting = [
+                h
+                for h in self._held.values()
+                if not h.running and not h.ended and (which is None or which(h))
+            ]
             for held in waiting:
                 self._mark_ended(held)
             return waiting

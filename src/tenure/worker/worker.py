@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from types import FrameType
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from tenure import checks as check
 from tenure.errors import ConfigError, StoreError, StoreUnavailable, TenureError
@@ -46,16 +46,15 @@ from tenure.worker.executors import Executor, make_executor
 from tenure.worker.heartbeat import Heartbeat, this_host
 from tenure.worker.held import Held, Holdings, past_deadline
 from tenure.worker.keepalive import Keepalive
+from tenure.worker.pausewatch import PauseWatch
 from tenure.worker.prefetch import Prefetch
 from tenure.worker.processes import recycle_for
 from tenure.worker.progress import ProgressWriter
+from tenure.worker.release import release
 from tenure.worker.runner import Cancelled, Ending
 from tenure.worker.serving import untakeable
 from tenure.worker.telling import Teller, fields
 from tenure.worker.unknown import DEFAULT_GRACE, UnknownNames
-
-if TYPE_CHECKING:
-    pass
 
 
 class Hosted(Protocol):
@@ -199,6 +198,7 @@ class Worker:
         limit = min(self.registry.max_payload_bytes, store.max_payload_bytes)
         self.registry.max_payload_bytes = limit
         teller = self._teller = Teller(store, self.registry.hooks, self.unknown_names.tell)
+        self._pause_watch = PauseWatch(store, self.poll_interval)
         writer = ProgressWriter(store, self.holdings)
         executor = make_executor(self.pool, self.registry, self.concurrency, writer, self.recycle)
         completer = Completer(
@@ -266,6 +266,8 @@ class Worker:
             # Clear before looking: a wake-up (a slot freed, a task enqueued) that
             # comes after the look is kept for the wait below, never lost.
             self._wake.clear()
+            paused = self._pause_watch.paused(self.holdings)
+            release(store, executor, self.holdings, paused, "unbegun, its topic paused")
             slots = self.concurrency + self.prefetch.ahead
             self._slots, self._enough = slots, max(1, slots // 4)
             free = slots - self.holdings.unfinished()
@@ -421,7 +423,7 @@ class Worker:
         self, store: Store, executor: Executor, completer: Completer, keepalive: Keepalive
     ) -> None:
         # Tasks that never began go back to pending at once, not after the grace.
-        unreleased = self._release(store, executor, self.holdings.end_waiting())
+        unreleased = release(store, executor, self.holdings, self.holdings.end_waiting())
         self._tell_wait()
         deadline = time.monotonic() + self.grace
         while len(self.holdings) and not self._hurry.is_set():
@@ -433,7 +435,7 @@ class Worker:
                 "worker %s: %s, not waiting for running tasks", self.owner, self._stop_reasons[-1]
             )
         ended = [held for held in self.holdings if self.holdings.end(held)]
-        unreleased += self._release(store, executor, ended, store_down=unreleased > 0)
+        unreleased += release(store, executor, self.holdings, ended, store_down=unreleased > 0)
         if unreleased:
             log.warning(
                 "%d tasks left leased, the store being unreachable: the supervisor "
@@ -456,31 +458,6 @@ class Worker:
             "unfinished tasks go back to pending)",
             self.owner, _seconds(self.grace), tasks,
         )  # fmt: skip
-
-    def _release(
-        self, store: Store, executor: Executor, helds: list[Held], *, store_down: bool = False
-    ) -> int:
-        """Abandon and release ``helds`` to pending; how many were left leased.
-
-        Releasing spares another worker the wait for their leases to lapse. It
-        stops at the first outage: the others would wait out the same one, each
-        for the pool's timeout."""
-        left = 0
-        for held in helds:
-            executor.abandon(held.task.id)
-            if left or store_down:
-                left += 1
-            else:
-                try:
-                    store.task_release(held.lease)
-                    log.info("task %s released to pending at shutdown", held.task.id)
-                except StoreUnavailable as exc:
-                    log.warning("task %s could not be released: %s", held.task.id, exc)
-                    left += 1
-                except TenureError as exc:  # its lease is gone: nothing to hand back
-                    log.warning("task %s could not be released: %s", held.task.id, exc)
-            self.holdings.drop(held)
-        return left
 
     def _install_signals(self) -> Callable[[], None]:
         if threading.current_thread() is not threading.main_thread():

@@ -231,17 +231,19 @@ SET status = 'running',
 FROM picked
 WHERE t.seq = picked.seq
 
--- Limits (0021_limits.sql), in the scan that offers a reservation's rows: no
--- task of a topic or limit key already at its most, and of an ordered key
--- only the first unfinished task, while none of it runs. Read from the
--- statement's snapshot, this spares the scan the tasks that cannot start (a
--- full key's backlog blocks no other key); the rooms counted under the
--- limits' locks (pick_within_limits) decide.
+-- Limits (0021_limits.sql), read from the statement's snapshot: the topics
+-- already at their most, which a reservation does not scan (as a paused
+-- topic's), and in the scan, no task of a limit key at its most, and of an
+-- ordered key only the first unfinished task, while none of it runs. This
+-- spares the scan the tasks that cannot start (a full topic's or key's
+-- backlog blocks no other); the rooms counted under the limits' locks
+-- (pick_within_limits) decide.
+-- fragment: full_topics
+SELECT l.topic FROM {schema}.topic_limits AS l
+WHERE l.max_running <= (SELECT count(*) FROM {schema}.tasks AS r
+                        WHERE r.status = 'running' AND r.topic = l.topic)
+
 -- fragment: within_limits
-AND topic <> ALL (ARRAY(
-    SELECT l.topic FROM {schema}.topic_limits AS l
-    WHERE l.max_running <= (SELECT count(*) FROM {schema}.tasks AS r
-                            WHERE r.status = 'running' AND r.topic = l.topic)))
 AND (limit_key IS NULL OR limit_key <> ALL (ARRAY(
     SELECT r.limit_key FROM {schema}.tasks AS r
     WHERE r.status = 'running' AND r.limit_key IS NOT NULL
@@ -309,6 +311,7 @@ WITH candidates AS MATERIALIZED (
       AND (run_at IS NULL OR run_at <= COALESCE(%(now)s::timestamptz, now()))
       AND tags <@ %(tags)s::text[]
       AND topic <> ALL (ARRAY(SELECT p.topic FROM {schema}.paused_topics AS p))
+      AND topic <> ALL (ARRAY({full_topics}))
       AND (expires_at IS NULL OR expires_at > COALESCE(%(now)s::timestamptz, now()))
       {within_limits}
     ORDER BY priority DESC, seq
@@ -330,6 +333,7 @@ WITH candidates AS MATERIALIZED (
       AND topic = %(topic)s::text
       AND tags <@ %(tags)s::text[]
       AND NOT EXISTS (SELECT 1 FROM {schema}.paused_topics AS p WHERE p.topic = %(topic)s::text)
+      AND %(topic)s::text <> ALL (ARRAY({full_topics}))
       AND (expires_at IS NULL OR expires_at > COALESCE(%(now)s::timestamptz, now()))
       {within_limits}
     ORDER BY priority DESC, seq
@@ -352,6 +356,7 @@ WITH candidates AS MATERIALIZED (
     FROM (
         SELECT w.topic FROM unnest(%(topics)s::text[]) AS w(topic)
         WHERE NOT EXISTS (SELECT 1 FROM {schema}.paused_topics AS p WHERE p.topic = w.topic)
+          AND w.topic <> ALL (ARRAY({full_topics}))
     ) AS wanted
     CROSS JOIN LATERAL (
         SELECT seq, priority, topic, limit_key, limit_max, order_key FROM {schema}.tasks

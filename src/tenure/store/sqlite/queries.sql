@@ -131,18 +131,20 @@ SET status = 'running',
     record_ver = record_ver + 1,
     updated_at = :now
 
--- Limits (0013_limits.sql), in the scan that offers a reservation's rows: no
--- task of a topic or limit key already at its most, and of an ordered key
--- only the first unfinished task, while none of it runs. The scan so passes
--- over the tasks that cannot start (a full key's backlog blocks no other key);
--- within_room then takes, of the rows offered, as many per topic and per key
--- as there is room for. The write transaction is SQLite's only one: nothing
--- starts a task between the counts and the writes.
+-- Limits (0013_limits.sql): the topics already at their most, which a
+-- reservation does not take (as a paused topic's), and in the scan, no task
+-- of a limit key at its most, and of an ordered key only the first unfinished
+-- task, while none of it runs. The scan so passes over the tasks that cannot
+-- start (a full key's backlog blocks no other key); within_room then takes,
+-- of the rows offered, as many per topic and per key as there is room for.
+-- The write transaction is SQLite's only one: nothing starts a task between
+-- the counts and the writes.
+-- fragment: full_topics
+SELECT l.topic FROM tenure_topic_limits AS l
+WHERE l.max_running <= (SELECT count(*) FROM tenure_tasks AS r
+                        WHERE r.status = 'running' AND r.topic = l.topic)
+
 -- fragment: within_limits
-AND topic NOT IN (
-    SELECT l.topic FROM tenure_topic_limits AS l
-    WHERE l.max_running <= (SELECT count(*) FROM tenure_tasks AS r
-                            WHERE r.status = 'running' AND r.topic = l.topic))
 AND (limit_key IS NULL OR limit_key NOT IN (
     SELECT r.limit_key FROM tenure_tasks AS r INDEXED BY tenure_tasks_limited_running
     WHERE r.status = 'running' AND r.limit_key IS NOT NULL
@@ -153,14 +155,15 @@ AND (order_key IS NULL OR NOT EXISTS (
       AND e.status IN ('waiting', 'pending', 'running', 'snoozed')))
 
 -- Of the rows offered (c, numbered in the order taken per topic and per key),
--- the first ones of each topic and key up to the room left under its limit,
--- and an ordered key's first while none of it runs.
+-- the first ones of each topic and key up to the room left under its limit
+-- (a key's most: the smallest its offered tasks give, as PostgreSQL's), and
+-- an ordered key's first while none of it runs.
 -- fragment: within_room
 c.nth_in_topic <= coalesce((
     SELECT l.max_running - (SELECT count(*) FROM tenure_tasks AS r
                             WHERE r.status = 'running' AND r.topic = c.topic)
     FROM tenure_topic_limits AS l WHERE l.topic = c.topic), c.nth_in_topic)
-AND (c.limit_key IS NULL OR c.nth_in_key <= c.limit_max - (
+AND (c.limit_key IS NULL OR c.nth_in_key <= c.key_most - (
     SELECT count(*) FROM tenure_tasks AS r INDEXED BY tenure_tasks_limited_running
     WHERE r.status = 'running' AND r.limit_key = c.limit_key))
 AND (c.order_key IS NULL OR NOT EXISTS (
@@ -172,14 +175,16 @@ AND (c.order_key IS NULL OR NOT EXISTS (
 {lease_picked}
 WHERE seq IN (
     SELECT c.seq FROM (
-        SELECT seq, topic, limit_key, limit_max, order_key,
+        SELECT seq, topic, limit_key, order_key,
                row_number() OVER (PARTITION BY topic ORDER BY priority DESC, seq) AS nth_in_topic,
-               row_number() OVER (PARTITION BY limit_key ORDER BY priority DESC, seq) AS nth_in_key
+               row_number() OVER (PARTITION BY limit_key ORDER BY priority DESC, seq) AS nth_in_key,
+               min(limit_max) OVER (PARTITION BY limit_key) AS key_most
         FROM (
             SELECT seq, priority, topic, limit_key, limit_max, order_key
             FROM tenure_tasks INDEXED BY tenure_tasks_pending
             WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
               AND topic NOT IN (SELECT topic FROM tenure_paused_topics)
+              AND topic NOT IN ({full_topics})
               AND (expires_at IS NULL OR expires_at > :now)
               AND (tags = '[]' OR NOT EXISTS (
                   SELECT 1 FROM json_each(tenure_tasks.tags) AS t
@@ -197,15 +202,17 @@ RETURNING *;
 {lease_picked}
 WHERE seq IN (
     SELECT c.seq FROM (
-        SELECT seq, topic, limit_key, limit_max, order_key,
+        SELECT seq, topic, limit_key, order_key,
                row_number() OVER (PARTITION BY topic ORDER BY priority DESC, seq) AS nth_in_topic,
-               row_number() OVER (PARTITION BY limit_key ORDER BY priority DESC, seq) AS nth_in_key
+               row_number() OVER (PARTITION BY limit_key ORDER BY priority DESC, seq) AS nth_in_key,
+               min(limit_max) OVER (PARTITION BY limit_key) AS key_most
         FROM (
             SELECT seq, priority, topic, limit_key, limit_max, order_key
             FROM tenure_tasks INDEXED BY tenure_tasks_pending_by_topic
             WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
               AND topic = :topic
               AND :topic NOT IN (SELECT topic FROM tenure_paused_topics)
+              AND :topic NOT IN ({full_topics})
               AND (expires_at IS NULL OR expires_at > :now)
               AND (tags = '[]' OR NOT EXISTS (
                   SELECT 1 FROM json_each(tenure_tasks.tags) AS t
@@ -223,15 +230,17 @@ RETURNING *;
 {lease_picked}
 WHERE seq IN (
     SELECT c.seq FROM (
-        SELECT seq, topic, limit_key, limit_max, order_key,
+        SELECT seq, topic, limit_key, order_key,
                row_number() OVER (PARTITION BY topic ORDER BY priority DESC, seq) AS nth_in_topic,
-               row_number() OVER (PARTITION BY limit_key ORDER BY priority DESC, seq) AS nth_in_key
+               row_number() OVER (PARTITION BY limit_key ORDER BY priority DESC, seq) AS nth_in_key,
+               min(limit_max) OVER (PARTITION BY limit_key) AS key_most
         FROM (
             SELECT seq, priority, topic, limit_key, limit_max, order_key
             FROM tenure_tasks INDEXED BY tenure_tasks_pending
             WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
               AND topic IN (SELECT value FROM json_each(:topics)
-                            WHERE value NOT IN (SELECT topic FROM tenure_paused_topics))
+                            WHERE value NOT IN (SELECT topic FROM tenure_paused_topics)
+                              AND value NOT IN ({full_topics}))
               AND (expires_at IS NULL OR expires_at > :now)
               AND (tags = '[]' OR NOT EXISTS (
                   SELECT 1 FROM json_each(tenure_tasks.tags) AS t
@@ -668,6 +677,7 @@ PRAGMA data_version;
 SELECT 1 FROM tenure_tasks INDEXED BY tenure_tasks_pending
 WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
   AND topic NOT IN (SELECT topic FROM tenure_paused_topics)
+  AND topic NOT IN ({full_topics})
   AND (expires_at IS NULL OR expires_at > :now)
   {within_limits}
 LIMIT 1;
@@ -676,7 +686,8 @@ LIMIT 1;
 SELECT 1 FROM tenure_tasks INDEXED BY tenure_tasks_pending_by_topic
 WHERE status = 'pending'
   AND topic IN (SELECT value FROM json_each(:topics)
-                WHERE value NOT IN (SELECT topic FROM tenure_paused_topics))
+                WHERE value NOT IN (SELECT topic FROM tenure_paused_topics)
+                  AND value NOT IN ({full_topics}))
   AND (run_at IS NULL OR run_at <= :now)
   AND (expires_at IS NULL OR expires_at > :now)
   {within_limits}

@@ -26,11 +26,15 @@ CREATE INDEX tasks_ordered ON {schema}.tasks (order_key, seq)
 -- The room under each limit a reservation would take tasks under: the
 -- limit's most, less the tasks running under it, counted once its lock is
 -- held. Reservations of one limit take its lock in turn (every caller in the
--- same order, so none waits on another in a circle), and the lock lasts until
--- the reservation commits; each count is a statement of its own, whose
--- snapshot (this function is VOLATILE) sees every reservation that held the
--- lock before. A count never misses a start, so a limit is never exceeded;
--- a task that ended since is seen ending by the next reservation.
+-- order of the locks' keys, so none waits on another in a circle), and the
+-- lock lasts until the reservation commits; each count is a statement of its
+-- own, whose snapshot (this function is VOLATILE, the transaction READ
+-- COMMITTED) sees every reservation that held the lock before. A count never
+-- misses a start, so a limit is never exceeded; a task that ended since is
+-- seen ending by the next reservation. Under a stricter isolation the count
+-- would read the transaction's first snapshot, taken before the lock: such a
+-- reservation is refused rather than let past a limit. The locks' keys name
+-- the schema, so the stores of two schemas do not wait on each other.
 CREATE FUNCTION {schema}.tenure_rooms(kinds text[], names text[], maxes bigint[])
 RETURNS TABLE (kind text, name text, room bigint)
 LANGUAGE plpgsql VOLATILE AS $$
@@ -38,12 +42,18 @@ LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     held record;
 BEGIN
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'tenure''s limits need READ COMMITTED transactions, not %',
+            current_setting('transaction_isolation')
+            USING HINT = 'set default_transaction_isolation to read committed for tenure''s role';
+    END IF;
     FOR held IN
-        SELECT DISTINCT l.kind, l.name FROM unnest(kinds, names) AS l(kind, name)
-        ORDER BY l.kind, l.name
+        SELECT DISTINCT hashtextextended(
+            'tenure.limit.{schema}.' || l.kind || '.' || l.name, 0) AS key
+        FROM unnest(kinds, names) AS l(kind, name)
+        ORDER BY key
     LOOP
-        PERFORM pg_advisory_xact_lock(
-            hashtextextended('tenure.limit.' || held.kind || '.' || held.name, 0));
+        PERFORM pg_advisory_xact_lock(held.key);
     END LOOP;
     RETURN QUERY
     SELECT l.kind, l.name, l.max - CASE l.kind
