@@ -3,13 +3,17 @@
 The clock is the benchmark's, outside the workers: it starts when polling the
 store first sees a task taken (so the workers' start-up is not counted; it is
 recorded apart) and stops when it sees the last one done.
+
+The two-worker drain is measured again with a limit on the topic (one it never
+reaches), beside the one without: what counting a topic's running tasks under
+its lock costs every reservation.
 """
 
 from __future__ import annotations
 
 import time
 
-from benchmarks.suite.app import bench_app
+from benchmarks.suite.app import TOPIC, bench_app
 from benchmarks.suite.config import Plan
 from benchmarks.suite.metrics import Metric
 from benchmarks.suite.processes import bench_workers, wait_until
@@ -26,38 +30,50 @@ seconds, rare enough to take little of the machine from the workers."""
 
 
 def measure(target: Target, plan: Plan) -> list[Metric]:
-    return [backlog(target, plan, workers) for workers in (1, 2)]
+    return [
+        backlog(target, plan, 1),
+        backlog(target, plan, 2),
+        backlog(target, plan, 2, limited=True),
+    ]
 
 
-def backlog(target: Target, plan: Plan, workers: int) -> Metric:
+UNREACHED = 100_000
+"""The topic's limit in the limited drain: far above what the workers hold."""
+
+
+def backlog(target: Target, plan: Plan, workers: int, *, limited: bool = False) -> Metric:
     count = plan.sizes.drain
     samples: list[float] = []
     startups: list[float] = []
+    said = " under a topic limit" if limited else ""
     for run in range(1, plan.repeat + 1):
-        startup, seconds = _drain_once(target.fresh(), count, workers)
+        startup, seconds = _drain_once(target.fresh(), count, workers, limited)
         samples.append(count / seconds)
         startups.append(startup)
         plan.say(
-            f"drain {count:,} with {workers} worker(s), run {run}: {samples[-1]:,.0f} tasks/s "
+            f"drain {count:,} with {workers} worker(s){said}, run {run}: "
+            f"{samples[-1]:,.0f} tasks/s "
             f"({seconds:.2f} s, first task taken {startup:.2f} s after the start)"
         )
     return Metric(
-        f"drain.workers_{workers}",
-        f"drain {count:,}, {workers} worker process{'es' if workers > 1 else ''}",
+        f"drain.workers_{workers}" + ("_topic_limit" if limited else ""),
+        f"drain {count:,}, {workers} worker process{'es' if workers > 1 else ''}{said}",
         "tasks/s",
         True,
         samples,
-        {"tasks": count, "workers": workers, "startup_seconds": startups},
+        {"tasks": count, "workers": workers, "startup_seconds": startups, "limited": limited},
     )
 
 
-def _drain_once(url: str, count: int, workers: int) -> tuple[float, float]:
+def _drain_once(url: str, count: int, workers: int, limited: bool) -> tuple[float, float]:
     """(seconds from spawning to the first task taken, seconds from then to the
     last task done)."""
     app, noop = bench_app(url)
     for first in range(0, count, CHUNK):
         noop.enqueue_many([()] * min(CHUNK, count - first))
     store = app.store
+    if limited:
+        store.topic_limit(TOPIC, UNREACHED)
     try:
         spawned = time.perf_counter()
         with bench_workers(url, workers) as running:

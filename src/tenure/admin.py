@@ -188,6 +188,11 @@ class TaskAdmin:
         when a scheduler begins its term."""
         return self.store.topic_limit(topic, max_running)
 
+    def scale(self, worker_id: str, concurrency: int) -> WorkerInfo | None:
+        """Ask a running worker to run ``concurrency`` tasks at once; it takes
+        the number at its next heartbeat. ``None`` if no such worker is alive."""
+        return self.store.worker_scale(worker_id, concurrency)
+
     def limits(self) -> builtins.list[TopicLimit]:
         """The topics' limits, by topic."""
         return self.store.topic_limits()

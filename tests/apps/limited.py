@@ -5,6 +5,7 @@ test reads every execution's interval, a killed one's start included."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 
@@ -54,3 +55,11 @@ def ledger(key: str, n: int, seconds: float) -> None:
         _note("start", key, n)
         time.sleep(120)
     _stint(key, n, seconds)
+
+
+@app.task(topic="keyed")
+async def afree(key: str, n: int, seconds: float) -> None:
+    """As ``free``, a coroutine (for the async pool)."""
+    _note("start", key, n)
+    await asyncio.sleep(seconds)
+    _note("end", key, n)

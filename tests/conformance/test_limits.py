@@ -15,6 +15,7 @@ import pytest
 from tenure import InvalidInput, Status, Store
 from tenure.maintenance.supervisor import Supervisor
 from tenure.store import NewTask, ReserveParams, TaskFilter
+from tenure.store.types import WorkerInfo
 from tests.conformance.support import ERROR, OWNER, FakeClock, lease_of, new
 from tests.conftest import StoreFactory
 
@@ -200,3 +201,17 @@ def test_concurrent_reservations_together_stay_within_a_limit(
             task = store.task_get(task_id)
             assert task is not None
             store.task_complete(lease_of(task), None)
+
+
+def test_a_workers_new_concurrency_waits_on_its_row_for_its_heartbeat(store: Store) -> None:
+    beat = WorkerInfo(id="w-1", host="h", pid=1, concurrency=4)
+    assert store.worker_beat(beat).scale_to is None
+    scaled = store.worker_scale("w-1", 8)
+    assert scaled is not None and (scaled.concurrency, scaled.scale_to) == (4, 8)
+    # The next beat (still at 4) reads it back, and keeps it.
+    assert store.worker_beat(beat).scale_to == 8
+    assert [w.scale_to for w in store.worker_list()] == [8]
+    assert store.worker_scale("w-2", 8) is None
+    for wrong in (0, -1, True, 2.5, 2**31):
+        with pytest.raises(InvalidInput, match="concurrency"):
+            store.worker_scale("w-1", wrong)  # type: ignore[arg-type]

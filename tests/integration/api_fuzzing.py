@@ -2,7 +2,7 @@
 ``st run --checks all`` fuzzes a live ``tenure serve``
 (``SCHEMATHESIS_HOOKS=tests.integration.api_fuzzing``).
 
-Two things no schema states, each kept as narrow as it can be:
+What no schema states, each kept as narrow as it can be:
 
 - how to draw a value of the document's ``cron`` format (the fields' ranges,
   steps and lists, and a date that comes): valid expressions, so that a body
@@ -11,7 +11,8 @@ Two things no schema states, each kept as narrow as it can be:
   expression is set aside, never that of one that is);
 - that a listing's ``cursor`` is one the server answered, sealed and bound to
   its filters: a made-up one is refused, and only the refusal that names the
-  cursor is set aside, never another.
+  cursor is set aside, never another;
+- which worker is alive to be scaled (one the test registers).
 """
 
 from __future__ import annotations
@@ -69,3 +70,20 @@ def _is_cron(value: object) -> bool:
     except (InvalidInput, TypeError):
         return False
     return True
+
+
+FUZZED_WORKER = "fuzzed-worker"
+"""A worker the test registers, so that scaling one is tried on a live worker."""
+
+
+@schemathesis.hook
+def map_body(ctx: Any, body: Any) -> Any:
+    """Name the registered worker in a scaling, wherever a valid name was
+    drawn: a made-up name finds no worker (404), which says nothing of the rest."""
+    operation = getattr(ctx, "operation", None)
+    if getattr(operation, "path", None) != "/api/workers/scale" or not isinstance(body, dict):
+        return body
+    worker = body.get("worker")
+    if isinstance(worker, str) and 0 < len(worker) <= 200 and "\x00" not in worker:
+        return {**body, "worker": FUZZED_WORKER}
+    return body

@@ -6,8 +6,8 @@ the document, every request the document calls valid must be accepted (or
 refused only for what the store holds: 404, 409), every invalid one refused.
 
 What the document cannot state is told to schemathesis in
-:mod:`tests.integration.api_fuzzing`: how to draw a cron expression, and that a
-made-up cursor is not a valid request."""
+:mod:`tests.integration.api_fuzzing`: how to draw a cron expression, that a
+made-up cursor is not a valid request, and the live worker to scale."""
 
 from __future__ import annotations
 
@@ -19,6 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from tenure import Store
+from tenure.store.types import WorkerInfo
+from tests.integration.api_fuzzing import FUZZED_WORKER
 from tests.integration.conftest import SERVED_TOKEN as TOKEN
 
 pytestmark = pytest.mark.slow
@@ -27,7 +30,10 @@ EXAMPLES = 15
 """Cases drawn per operation and phase: about a minute a store, on two cores."""
 
 
-def test_schemathesis_finds_no_failure_with_every_check(served: str, tmp_path: Path) -> None:
+def test_schemathesis_finds_no_failure_with_every_check(
+    served: str, store: Store, tmp_path: Path
+) -> None:
+    store.worker_beat(WorkerInfo(id=FUZZED_WORKER, host="fuzz", pid=1))
     tool = shutil.which("st", path=str(Path(sys.executable).parent))
     assert tool, "schemathesis is a development dependency (pip install -e '.[dev]')"
     env = {**os.environ, "SCHEMATHESIS_HOOKS": "tests.integration.api_fuzzing",

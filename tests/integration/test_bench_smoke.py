@@ -27,6 +27,7 @@ EXPECTED = {
     ),
     "drain.workers_1",
     "drain.workers_2",
+    "drain.workers_2_topic_limit",
     "pickup.p50",
     "pickup.p95",
     "pickup.p99",

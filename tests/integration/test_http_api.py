@@ -45,7 +45,7 @@ ROUTES = ["GET /api/openapi.json", "POST /api/tasks", "GET /api/tasks", "GET /ap
           "POST /api/tasks/{id}/cancel", "GET /api/stats", "GET /api/workers",
           "POST /api/tasks/retry", "POST /api/tasks/cancel", "GET /api/topics/paused",
           "POST /api/topics/pause", "POST /api/topics/resume", "GET /api/topics/limits",
-          "POST /api/topics/limit", "GET /api/schedules",
+          "POST /api/topics/limit", "POST /api/workers/scale", "GET /api/schedules",
           "POST /api/schedules", "GET /api/schedules/{name}",
           "PATCH /api/schedules/{name}", "DELETE /api/schedules/{name}"]  # fmt: skip
 
@@ -313,7 +313,8 @@ def test_stats_and_workers(client: TestClient, app: App) -> None:
     [worker] = client.get("/api/workers").json()["workers"]
     assert worker | {"started_at": None, "last_seen": None} == {
         "id": "w-1", "host": "box", "pid": 42, "topics": ["math"], "tags": [], "pool": "threads",
-        "concurrency": 1, "held": 0, "started_at": None, "last_seen": None}  # fmt: skip
+        "concurrency": 1, "held": 0, "started_at": None, "last_seen": None,
+        "scale_to": None}  # fmt: skip
     assert worker["last_seen"] is not None
 
 
@@ -700,3 +701,16 @@ def test_a_bulk_change_that_is_unclear_or_too_large_changes_nothing(
         refused = client.post("/api/tasks/retry", json=body)
     assert refused.status_code == 422 and refused.json()["error"]["field"] == field
     assert {t.status for t in app.store.task_list(limit=10).tasks} == {Status.FAILED}
+
+
+def test_a_worker_is_scaled_over_the_api(app: App, client: TestClient) -> None:
+    app.store.worker_beat(WorkerInfo(id="w:1:a", host="w", pid=1, concurrency=4))
+    scaled = client.post("/api/workers/scale", json={"worker": "w:1:a", "concurrency": 6})
+    assert scaled.status_code == 200 and scaled.json()["scale_to"] == 6
+    assert [w.scale_to for w in app.store.worker_list()] == [6]
+    missing = client.post("/api/workers/scale", json={"worker": "nobody", "concurrency": 6})
+    assert refusal(missing) == (404, "worker")
+    for body, field in [({"worker": "w:1:a"}, "concurrency"), ({"concurrency": 2}, "worker"),
+                        ({"worker": "w:1:a", "concurrency": 0}, "concurrency"),
+                        ({"worker": "w:1:a", "concurrency": 2**31}, "concurrency")]:  # fmt: skip
+        assert refusal(client.post("/api/workers/scale", json=body)) == (422, field), body

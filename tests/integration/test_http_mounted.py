@@ -145,6 +145,9 @@ def _api_calls(task_id: str) -> dict[tuple[str, str], tuple[dict[str, Any], int]
         ("POST", "/api/topics/pause"): ({"json": {"topic": "mounted"}}, 200),
         ("GET", "/api/topics/paused"): ({}, 200),
         ("POST", "/api/topics/resume"): ({"json": {"topic": "mounted"}}, 200),
+        ("POST", "/api/topics/limit"): ({"json": {"topic": "mounted", "max_running": 2}}, 200),
+        ("GET", "/api/topics/limits"): ({}, 200),
+        ("POST", "/api/workers/scale"): ({"json": {"worker": "none", "concurrency": 2}}, 404),
         ("POST", "/api/tasks/retry"): ({"json": {"ids": [task_id], "dry_run": True}}, 200),
         ("POST", "/api/tasks/cancel"): ({"json": {"ids": [task_id], "dry_run": True}}, 200),
         ("POST", "/api/schedules"): (

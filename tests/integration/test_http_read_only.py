@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from urllib.parse import quote
 
 import pytest
 from starlette.routing import Route
@@ -14,6 +15,7 @@ from starlette.testclient import TestClient
 from tenure import App, ConfigError, Status
 from tenure.http import create_app
 from tenure.store import NewTask
+from tenure.store.types import WorkerInfo
 from tests.apps.dashboard import make_app, seed
 from tests.conformance.support import reach
 
@@ -180,3 +182,31 @@ def test_a_topic_is_paused_and_resumed_on_the_dashboard_by_the_operator_only(app
         assert operator.post(resume, data={"csrf": csrf[1]}).status_code == 200
         assert app.tasks.paused() == []
         assert operator.post(f"/topics/{topic}/stop", data={"csrf": csrf[1]}).status_code == 404
+
+
+def test_a_worker_is_scaled_on_the_dashboard_by_the_operator_only(app: App) -> None:
+    app.store.worker_beat(WorkerInfo(id="web-1:42:abc", host="web-1", pid=42, concurrency=4))
+    served = create_app(app, token=TOKEN, read_token=READ_TOKEN)
+    scale = f"/workers/{quote('web-1:42:abc')}/scale"
+    with TestClient(served, base_url=BASE) as reader, TestClient(served, base_url=BASE) as operator:
+        reader.post("/login", data={"token": READ_TOKEN})
+        page = reader.get("/workers").text
+        assert "web-1:42:abc" in page and scale not in page
+        csrf = re.search(r'name="csrf" value="([^"]+)"', page)
+        assert csrf is not None
+        assert reader.post(scale, data={"csrf": csrf[1], "concurrency": "8"}).status_code == 403
+        assert [w.scale_to for w in app.tasks.workers()] == [None]
+        operator.post("/login", data={"token": TOKEN})
+        page = operator.get("/workers").text
+        csrf = re.search(r'name="csrf" value="([^"]+)"', page)
+        assert csrf is not None and scale in page
+        scaled = operator.post(scale, data={"csrf": csrf[1], "concurrency": "8"})
+        assert scaled.status_code == 200 and "to 8 at its next heartbeat" in scaled.text
+        assert [w.scale_to for w in app.tasks.workers()] == [8]
+        for wrong in ("0", "x", "", "-2"):
+            assert (
+                operator.post(scale, data={"csrf": csrf[1], "concurrency": wrong}).status_code
+                == 400
+            )
+        missing = operator.post("/workers/nobody/scale", data={"csrf": csrf[1], "concurrency": "2"})
+        assert missing.status_code == 404

@@ -204,6 +204,7 @@ CREATE TABLE workers (
     held bigint NOT NULL DEFAULT 0,
     started_at timestamp with time zone NOT NULL,
     last_seen timestamp with time zone NOT NULL,
+    scale_to bigint,
     CONSTRAINT workers_pkey PRIMARY KEY (id)
 );
 

@@ -169,7 +169,7 @@ CREATE TABLE "tenure_workers" (
     held        INTEGER NOT NULL DEFAULT 0,
     started_at  REAL    NOT NULL,
     last_seen   REAL    NOT NULL
-);
+, scale_to INTEGER);
 
 -- index tenure_events_by_task
 CREATE INDEX tenure_events_by_task ON tenure_events (task_id, id);

@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from tenure.admin import TaskAdmin
-from tenure.cli.output import STATUS_STYLE, console, counted, print_json
+from tenure.cli.output import STATUS_STYLE, console, counted, error, print_json
 from tenure.cli.parsing import HelpFormatter, duration, positive, where
 from tenure.clock import spoken
 from tenure.shapes import limit_json, lock_json, paused_json, stats_json, worker_json
@@ -40,7 +40,8 @@ def add(
         parser.add_argument("--json", action="store_true", help="print JSON")
         return parser
 
-    command("workers", "list live workers", _workers)
+    workers = command("workers", "list live workers, or scale one (tenure workers scale)", _workers)
+    _add_scale(workers, url_too)
     command("locks", "list held unique locks", _locks)
     command("paused", "list the paused topics", _paused)
     command("limits", "list the topics' concurrency limits", _limits)
@@ -60,6 +61,37 @@ def add(
     most.add_argument("max_running", nargs="?", type=positive, help="how many at most")
     most.add_argument("--off", action="store_true", help="lift the topic's limit")
     _add_migrate(subcommands, url_too)
+
+
+def _add_scale(workers: argparse.ArgumentParser, url_too: argparse.ArgumentParser) -> None:
+    actions = workers.add_subparsers(dest="action", metavar="{scale}")
+    helptext = "change how many tasks a running worker runs at once, from its next heartbeat"
+    scale = actions.add_parser(
+        "scale",
+        help=helptext,
+        description=helptext[0].upper() + helptext[1:] + ".",
+        parents=[url_too],
+        formatter_class=HelpFormatter,
+    )
+    scale.set_defaults(run=_scale, reads=False)
+    scale.add_argument("worker", help="the worker's id, as tenure workers lists it")
+    scale.add_argument("concurrency", type=positive, help="tasks it runs at once")
+    scale.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _scale(admin: TaskAdmin, args: argparse.Namespace) -> int:
+    scaled = admin.scale(args.worker, args.concurrency)
+    if scaled is None:
+        error(f"no live worker {args.worker!r}", "tenure workers lists them")
+        return 1
+    if args.json:
+        print_json(worker_json(scaled))
+    else:
+        console.print(
+            f"worker {escape(scaled.id)} runs {args.concurrency} at once from its next heartbeat "
+            f"(now {scaled.concurrency})"
+        )
+    return 0
 
 
 def _add_migrate(

@@ -76,6 +76,13 @@ WORKING = (
         type=float,
     ),
     Option(
+        "--heartbeat",
+        "seconds between the worker's beats in the registry (tenure workers), each "
+        "also taking a new concurrency an operator set (tenure workers scale)",
+        default=default_of(Worker, "heartbeat"),
+        type=float,
+    ),
+    Option(
         "--max-tasks-per-child",
         "with --pool processes: replace a child process by a fresh one after this many tasks",
         type=int,
@@ -129,6 +136,7 @@ def run_worker(args: argparse.Namespace) -> int:
         grace=args.grace,
         unknown_name_grace=args.unknown_name_grace,
         poll_interval=args.poll,
+        heartbeat=args.heartbeat,
         max_tasks_per_child=args.max_tasks_per_child,
         max_memory_per_child=args.max_memory_per_child,
         scheduler=not args.no_scheduler,

@@ -224,6 +224,12 @@ def most(value: object, field: str) -> int:
     return integer(whole, field, minimum=1)
 
 
+def concurrency(value: object, field: str) -> int:
+    """A worker's concurrency: one or more, within 32 bits, ``3.0`` read as ``3``."""
+    whole = int(value) if isinstance(value, float) and value.is_integer() else value
+    return integer(whole, field, minimum=1, bounds=INT32)
+
+
 def priority(value: object, field: str) -> int:
     """A 32-bit integer, ``3.0`` read as ``3``: JSON has one number type, and
     JSON Schema calls 3.0 an integer."""

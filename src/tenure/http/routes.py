@@ -32,11 +32,13 @@ from tenure.http.replies import reply
 from tenure.http.schedules import ScheduleRoutes
 from tenure.http.surface import (
     BULK_FIELDS,
+    CONCURRENCY,
     MAX_BULK,
     MAX_RUNNING,
     OPERATIONS,
     OPTIONS,
     TOPIC,
+    WORKER,
     Operation,
 )
 from tenure.shapes import (
@@ -222,6 +224,18 @@ class Api(ScheduleRoutes):
         topic, most = given["topic"], given.get("max_running")
         await self._work(lambda admin: admin.limit(topic, most))
         return reply({"topic": topic, "max_running": most})
+
+    async def scale_worker(self, request: Request, values: Values) -> Response:
+        body = await inputs.json_body(request, TOPIC_BYTES)
+        given = inputs.body_fields(body, (WORKER, CONCURRENCY))
+        for field in ("worker", "concurrency"):
+            if field not in given:
+                raise InvalidInput(field, "is required")
+        worker, most = given["worker"], given["concurrency"]
+        scaled = await self._work(lambda admin: admin.scale(worker, most))
+        if scaled is None:
+            raise ApiError(404, "worker", f"no live worker {worker!r}")
+        return reply(worker_json(scaled))
 
     async def list_workers(self, request: Request, values: Values) -> Response:
         workers = await self._work(lambda admin: admin.workers())

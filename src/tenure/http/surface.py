@@ -316,6 +316,13 @@ def _schedule(method: str, id: str, summary: str, handler: str, **more: Any) -> 
 
 
 TOPIC = Param("topic", TEXT, "the topic", where="body")
+WORKER = Param("worker", TEXT, "the worker's id, as GET /api/workers lists it", where="body")
+CONCURRENCY = Param(
+    "concurrency",
+    Kind({"type": "integer", "minimum": 1, "maximum": INT32[1]}, inputs.concurrency),
+    "how many tasks it runs at once",
+    where="body",
+)
 MAX_RUNNING = Param(
     "max_running", MOST, "how many of its tasks may run at once; null lifts the limit", where="body"
 )
@@ -491,6 +498,17 @@ OPERATIONS: tuple[Operation, ...] = (
         answer="The live workers",
         returns=ref("Workers"),
         refusals=STORE,
+    ),
+    Operation(
+        "POST",
+        "/api/workers/scale",
+        id="scaleWorker",
+        summary="Change how many tasks a running worker runs at once, from its next heartbeat",
+        handler="scale_worker",
+        body=obj({WORKER.name: WORKER.kind.schema, CONCURRENCY.name: CONCURRENCY.kind.schema}),
+        answer="The worker's row, with the concurrency it is to take",
+        returns=ref("Worker"),
+        refusals=("400", "404", "413", "415", *STORE),
     ),
     _bulk("retry", "Retry", "failed or cancelled ones go back to pending"),
     _bulk("cancel", "Cancel", "pending, running or snoozed ones end cancelled"),

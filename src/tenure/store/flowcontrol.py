@@ -12,6 +12,9 @@ its creation. Past it, the reserve statements skip it, so it never starts late
 whatever the sweep's pace; the scheduler's sweep (:meth:`FlowControl.task_expire`)
 ends it cancelled, its error saying why.
 
+**Runtime control of workers**: an operator's new concurrency for a running
+worker, kept on its registry row until its heartbeat reads it back.
+
 **Concurrency limits**: at most so many tasks of a topic (a row here, set at
 run time) or of a key computed from a task's arguments (kept with the task)
 run at once; **ordered keys** run one task at a time, in enqueue order. The
@@ -29,6 +32,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from tenure.store import validate
+from tenure.store.types import WorkerInfo
 from tenure.task import TaskError
 
 
@@ -95,6 +99,17 @@ class FlowControl:
     def topic_limits(self) -> list[TopicLimit]:
         """The topics' limits, by topic."""
         return self._topic_limits()
+
+    def worker_scale(self, worker_id: str, concurrency: int) -> WorkerInfo | None:
+        """Ask the running worker ``worker_id`` to run ``concurrency`` tasks at
+        once, which it takes at its next heartbeat; ``None`` if no such worker
+        is registered."""
+        worker_id = validate.text(worker_id, "worker_id")
+        most = validate.integer(concurrency, "concurrency", minimum=1, bounds=validate.INT32)
+        return self._worker_scale(worker_id, most)
+
+    @abstractmethod
+    def _worker_scale(self, worker_id: str, concurrency: int) -> WorkerInfo | None: ...
 
     @abstractmethod
     def _topic_limit_set(self, topic: str, most: int, now: datetime | None) -> TopicLimit: ...

@@ -441,6 +441,9 @@ class WorkerInfo:
     held: int = 0
     started_at: datetime | None = None
     last_seen: datetime | None = None
+    scale_to: int | None = None
+    """The concurrency an operator asked it to take (``tenure workers scale``),
+    which it takes at its next heartbeat."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -52,6 +52,8 @@ class Executor(Protocol):
 
     def abandon(self, task_id: str) -> None: ...
 
+    def resize(self, slots: int) -> None: ...
+
     def close(self) -> None: ...
 
 
@@ -86,6 +88,7 @@ class ThreadExecutor:
         self._cancelling: dict[threading.Thread, Cancellation] = {}
         self._numbers = itertools.count(1)
         self._closed = False
+        self._slots = slots
         for _ in range(slots):
             self._spawn()
 
@@ -110,7 +113,19 @@ class ThreadExecutor:
                 if not self._run_one(me, loop, job):
                     return
         finally:
+            with self._lock:
+                self._serving.discard(me)
             loop.close()
+
+    def resize(self, slots: int) -> None:
+        """Run ``slots`` executions at once: more threads at once, or fewer as
+        threads come for their next job (each surplus one ends there)."""
+        with self._lock:
+            change, self._slots = slots - self._slots, slots
+        for _ in range(change):
+            self._spawn()
+        for _ in range(-change):
+            self._jobs.put(None)
 
     def _run_one(self, me: threading.Thread, loop: ThreadLoop, job: Job) -> bool:
         """Run one job; ``False`` once this thread has been replaced and must end."""
@@ -186,7 +201,7 @@ class ThreadExecutor:
         with self._lock:
             self._closed = True
             threads = list(self._serving)
-        for _ in threads:
+        for _ in threads:  # one each (a thread a shrink ends takes one of its own)
             self._jobs.put(None)
         deadline = time.monotonic() + self._cancel_grace
         for thread in threads:
@@ -200,6 +215,8 @@ class AsyncExecutor:
         self.registry = registry
         self._progress = progress
         self._slots = asyncio.Semaphore(slots)
+        self._size = slots
+        self._holding: set[asyncio.Task[None]] = set()
         self._loop = asyncio.new_event_loop()
         self._running: dict[str, tuple[Future[Ending | None], Link]] = {}
         self._lock = threading.Lock()
@@ -237,6 +254,24 @@ class AsyncExecutor:
             future, link = running
             link.stop.set()
             future.cancel()
+
+    def resize(self, slots: int) -> None:
+        """Run ``slots`` executions at once: more permits at once; fewer as
+        running ones end (their permits are kept back)."""
+        change, self._size = slots - self._size, slots
+        self._loop.call_soon_threadsafe(self._resized, change)
+
+    def _resized(self, change: int) -> None:
+        for _ in range(change):
+            self._slots.release()
+        if change < 0:
+            held = self._loop.create_task(self._keep_back(-change))
+            self._holding.add(held)  # a reference, until it is done
+            held.add_done_callback(self._holding.discard)
+
+    async def _keep_back(self, permits: int) -> None:
+        for _ in range(permits):
+            await self._slots.acquire()
 
     def close(self) -> None:
         self._loop.call_soon_threadsafe(self._loop.stop)

@@ -134,7 +134,9 @@ class ProcessExecutor:
         *,
         recycle: Recycle | None = None,
     ) -> None:
-        ctx = multiprocessing.get_context("spawn")
+        ctx = self._ctx = multiprocessing.get_context("spawn")
+        self._app_path = app_path
+        self._retire = 0  # children to end as they come back free (a shrink)
         self._recycle = recycle
         self._start_limit = start_limit
         self._stop_grace = stop_grace
@@ -153,7 +155,7 @@ class ProcessExecutor:
             child = self._free.get()
             child.warm(self._start_limit)
             if not claim(task.id):
-                self._free.put(child)
+                self._give_back(child)
                 return
             with self._lock:
                 self._running[task.id] = child
@@ -164,9 +166,42 @@ class ProcessExecutor:
                 deliver(task.id, ending)
             if self._recycle is not None and not self._closing:
                 child.recycle_if(self._recycle)  # after the ending: it waits on no exit
-            self._free.put(child)
+            self._give_back(child)
 
         threading.Thread(target=run, name=f"tenure-proc-{task.id}", daemon=True).start()
+
+    def resize(self, slots: int) -> None:
+        """Run ``slots`` executions at once: new children at once; fewer as
+        children come back free (an idle one ends now)."""
+        with self._lock:
+            if self._closing:
+                return
+            change = slots - (len(self._children) - self._retire)
+            kept = min(self._retire, max(change, 0))  # a surplus still here serves again
+            self._retire -= kept if change > 0 else change
+            added = [_Child(self._ctx, self._app_path) for _ in range(max(change - kept, 0))]
+            self._children += added
+        for child in added:
+            child.spawn()
+            self._free.put(child)
+        for _ in range(self._retire):
+            try:
+                self._give_back(self._free.get_nowait())
+            except queue.Empty:
+                break
+
+    def _give_back(self, child: _Child) -> None:
+        """Make ``child`` free again, or end it if the pool is to shrink."""
+        with self._lock:
+            retire = self._retire > 0 and not self._closing
+            if retire:
+                self._retire -= 1
+                self._children.remove(child)
+        if not retire:
+            self._free.put(child)
+            return
+        child.ask_to_exit()
+        threading.Thread(target=child.join_or_kill, args=(CLOSE_GRACE,), daemon=True).start()
 
     def abandon(self, task_id: str) -> None:
         with self._lock:

@@ -214,7 +214,8 @@ class Worker:
             teller=teller,
             retries_timeout=self.registry.retries_timeout,
         )
-        heartbeat = Heartbeat(store, self.describe, self.heartbeat_interval)
+        self._executor = executor
+        heartbeat = Heartbeat(store, self.describe, self.heartbeat_interval, told=self._scaled)
         teller.start()
         completer.start()
         keepalive.start()
@@ -385,6 +386,16 @@ class Worker:
             return False
         self._teller.started(held)
         return True
+
+    def _scaled(self, row: WorkerInfo) -> None:
+        """Take the concurrency an operator set on this worker's row."""
+        if row.scale_to is None or row.scale_to == self.concurrency:
+            return
+        log.info("worker %s: concurrency %d, was %d (scaled)", self.owner, row.scale_to,
+                 self.concurrency)  # fmt: skip
+        self.concurrency = self.prefetch.concurrency = row.scale_to
+        self._executor.resize(row.scale_to)
+        self._wake.set()
 
     def describe(self) -> WorkerInfo:
         """This worker as the registry shows it."""

@@ -75,6 +75,7 @@ class Site:
             Route("/periodic", self.simple(pages.periodic, "periodic.html"), methods=["GET"]),
             Route("/periodic/{name}/{action}", self.schedule, methods=["POST"]),
             Route("/topics/{topic:path}/{action}", self.topic, methods=["POST"]),
+            Route("/workers/{worker:path}/scale", self.scale, methods=["POST"]),
             Route("/reports", self.simple(pages.reports, "reports.html"), methods=["GET"]),
             Route("/live", self.stream, methods=["GET"]),
             Route("/login", self.login, methods=["GET", "POST"]),
@@ -272,6 +273,21 @@ class Site:
         except InvalidInput as wrong:
             return self.error_page(request, 400, f"{wrong}.")
         return RedirectResponse(f"{root(request)}/", 303)
+
+    async def scale(self, request: Request) -> Response:
+        """``POST /workers/{id}/scale``: the concurrency a running worker takes
+        at its next heartbeat."""
+        form = await read_form(request)
+        refused = self._refused(request, form)
+        if refused is not None:
+            return refused
+        worker, given = request.path_params["worker"], str(form.get("concurrency") or "")
+        if not given.isdigit() or not 1 <= int(given) < 2**31:
+            return self.error_page(request, 400, "A concurrency is a whole number, one or more.")
+        scaled = await run_in_threadpool(self._admin().scale, worker, int(given))
+        if scaled is None:
+            return self.error_page(request, 404, f"No live worker {worker}.")
+        return RedirectResponse(f"{root(request)}/workers", 303)
 
     async def bulk(self, request: Request) -> Response:
         """``POST /tasks``: retry or cancel the tasks ticked on the page, at

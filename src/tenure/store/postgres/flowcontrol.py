@@ -8,7 +8,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tenure.store.flowcontrol import EXPIRED, PausedTopic, TopicLimit
+from tenure.store.postgres import rows
 from tenure.store.postgres.rows import Row
+from tenure.store.types import WorkerInfo
 
 
 class PostgresFlowControl:
@@ -42,6 +44,10 @@ class PostgresFlowControl:
 
     def _topic_limits(self) -> list[TopicLimit]:
         return [limit(row) for row in self._read("topic_limits", {})]
+
+    def _worker_scale(self, worker_id: str, concurrency: int) -> WorkerInfo | None:
+        found = self._read("worker_scale", {"id": worker_id, "concurrency": concurrency})
+        return rows.worker(found[0]) if found else None
 
 
 def limit(row: Row) -> TopicLimit:

@@ -769,13 +769,22 @@ ON CONFLICT (id) DO UPDATE SET
     host = excluded.host, pid = excluded.pid, topics = excluded.topics,
     tags = excluded.tags, pool = excluded.pool, concurrency = excluded.concurrency,
     held = excluded.held, last_seen = excluded.last_seen
-RETURNING id, host, pid, topics, tags, pool, concurrency, held, started_at, last_seen;
+RETURNING id, host, pid, topics, tags, pool, concurrency, held, started_at, last_seen,
+          scale_to;
 
 -- name: worker_remove
 DELETE FROM {schema}.workers WHERE id = %(id)s::text RETURNING id;
 
 -- name: worker_list
-SELECT id, host, pid, topics, tags, pool, concurrency, held, started_at, last_seen FROM {schema}.workers ORDER BY started_at, id;
+SELECT id, host, pid, topics, tags, pool, concurrency, held, started_at, last_seen, scale_to
+FROM {schema}.workers ORDER BY started_at, id;
+
+-- An operator's new concurrency for a running worker, which its next
+-- heartbeat reads back and takes.
+-- name: worker_scale
+UPDATE {schema}.workers SET scale_to = %(concurrency)s::bigint WHERE id = %(id)s::text
+RETURNING id, host, pid, topics, tags, pool, concurrency, held, started_at, last_seen,
+          scale_to;
 
 -- name: worker_prune
 WITH gone AS (

@@ -363,6 +363,7 @@ def worker(row: Row) -> WorkerInfo:
         held=row["held"],
         started_at=utc(row["started_at"]),
         last_seen=utc(row["last_seen"]),
+        scale_to=row["scale_to"],
     )
 
 

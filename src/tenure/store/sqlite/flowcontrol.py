@@ -11,7 +11,9 @@ from datetime import datetime
 
 from tenure.clock import epoch_or_now, from_epoch
 from tenure.store.flowcontrol import EXPIRED, PausedTopic, TopicLimit
+from tenure.store.sqlite import rows
 from tenure.store.sqlite.schema import Q
+from tenure.store.types import WorkerInfo
 
 EXPIRED_JSON = json.dumps(EXPIRED.stored())
 
@@ -56,6 +58,12 @@ class SQLiteFlowControl:
         with self._use() as conn:
             rows = conn.execute(Q["topic_limits"]).fetchall()
         return [TopicLimit(r["topic"], r["max_running"], from_epoch(r["set_at"])) for r in rows]
+
+    def _worker_scale(self, worker_id: str, concurrency: int) -> WorkerInfo | None:
+        params = {"id": worker_id, "concurrency": concurrency}
+        with self._write() as conn:
+            found = conn.execute(Q["worker_scale"], params).fetchone()
+        return None if found is None else rows.worker(found)
 
     def _topics_paused(self) -> list[PausedTopic]:
         with self._use() as conn:

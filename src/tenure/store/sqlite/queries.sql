@@ -575,6 +575,11 @@ DELETE FROM tenure_workers WHERE id = :id RETURNING id;
 -- name: worker_list
 SELECT * FROM tenure_workers ORDER BY started_at, id;
 
+-- An operator's new concurrency for a running worker, which its next
+-- heartbeat reads back and takes.
+-- name: worker_scale
+UPDATE tenure_workers SET scale_to = :concurrency WHERE id = :id RETURNING *;
+
 -- name: worker_prune
 DELETE FROM tenure_workers WHERE last_seen < :cutoff;
 

@@ -73,6 +73,7 @@ def worker(row: sqlite3.Row) -> WorkerInfo:
         held=row["held"],
         started_at=from_epoch(row["started_at"]),
         last_seen=from_epoch(row["last_seen"]),
+        scale_to=row["scale_to"],
     )
 
 

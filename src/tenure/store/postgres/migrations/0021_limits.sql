@@ -4,6 +4,10 @@
 -- one at a time in enqueue order (order_key). The reserve statements read
 -- them; nothing else does. Nullable columns without a default rewrite no row,
 -- and the partial indexes hold only the tasks that have a key.
+--
+-- And the concurrency an operator asked a running worker to take (tenure
+-- workers scale), which its heartbeat reads back.
+ALTER TABLE {schema}.workers ADD COLUMN scale_to bigint;
 CREATE TABLE {schema}.topic_limits (
     topic text PRIMARY KEY,
     max_running bigint NOT NULL CHECK (max_running > 0),

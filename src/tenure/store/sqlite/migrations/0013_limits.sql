@@ -4,6 +4,10 @@
 -- one at a time in enqueue order (order_key). The reserve statements read
 -- them, within the one write transaction SQLite allows at a time. Times are
 -- Unix seconds.
+--
+-- And the concurrency an operator asked a running worker to take (tenure
+-- workers scale), which its heartbeat reads back.
+ALTER TABLE tenure_workers ADD COLUMN scale_to INTEGER;
 CREATE TABLE tenure_topic_limits (
     topic TEXT PRIMARY KEY,
     max_running INTEGER NOT NULL CHECK (max_running > 0),
