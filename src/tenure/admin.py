@@ -8,7 +8,7 @@ from collections.abc import Collection, Iterator
 from datetime import datetime
 
 from tenure.errors import AmbiguousId, InvalidTransition, TaskNotFound
-from tenure.store import PausedTopic, Store, TaskFilter, TopicLimit, UniqueLock
+from tenure.store import PausedTopic, Store, TaskFilter, TopicLimit, TopicRate, UniqueLock
 from tenure.store.operating import DEFAULT_WINDOW
 from tenure.store.types import Event, GroupProgress, MinuteRate, Page, QueueStats, WorkerInfo
 from tenure.store.validate import status as parse_status
@@ -192,6 +192,15 @@ class TaskAdmin:
         """Ask a running worker to run ``concurrency`` tasks at once; it takes
         the number at its next heartbeat. ``None`` if no such worker is alive."""
         return self.store.worker_scale(worker_id, concurrency)
+
+    def rate_limit(self, topic: str, max_starts: int | None, per: float = 60.0) -> TopicRate | None:
+        """Let at most ``max_starts`` tasks of ``topic`` start within any
+        ``per`` seconds, across every worker (``None``: no rate)."""
+        return self.store.topic_rate(topic, max_starts, per=per)
+
+    def rate_limits(self) -> builtins.list[TopicRate]:
+        """The topics' rates, by topic."""
+        return self.store.topic_rates()
 
     def limits(self) -> builtins.list[TopicLimit]:
         """The topics' limits, by topic."""

@@ -73,6 +73,8 @@ class App:
         self.periodics: list[Periodic] = []
         self.limits: dict[str, int] = {}
         """The topics' limits declared in code (:meth:`limit`)."""
+        self.rates: dict[str, tuple[int, float]] = {}
+        """The topics' rates declared in code (:meth:`rate`): most starts, per seconds."""
         self.enqueue_connection: Callable[[], Any] | None = None
         """Gives the connection of the caller's open transaction that an enqueue
         without ``options(connection=...)`` writes on, or ``None`` for the
@@ -262,6 +264,14 @@ class App:
         then. Tasks over it wait pending, spending no attempt."""
         self.limits[text(topic, "topic")] = integer(max_running, "max_running", minimum=1)
 
+    def rate(self, topic: str, *, max_starts: int, per: float = 60.0) -> None:
+        """Let at most ``max_starts`` tasks of ``topic`` start within any
+        ``per`` seconds, across every worker, on the store's clock (100 a
+        minute to a partner's API). Stored as :meth:`limit`'s are; ``tenure
+        rate`` changes it at run time. Tasks over it wait pending."""
+        most = integer(max_starts, "max_starts", minimum=1)
+        self.rates[text(topic, "topic")] = (most, check_seconds(per, "per"))
+
     def observe(
         self,
         key: str,
@@ -322,6 +332,7 @@ class App:
             owner or default_owner(),
             periodics=self.periodics,
             limits=self.limits,
+            rates=self.rates,
             tasks=self.registry.get,
             observations=self.observations,
             **options,

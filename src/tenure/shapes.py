@@ -12,7 +12,7 @@ import dataclasses
 from datetime import datetime
 from typing import Any
 
-from tenure.store.flowcontrol import PausedTopic, TopicLimit
+from tenure.store.flowcontrol import PausedTopic, TopicLimit, TopicRate
 from tenure.store.types import Event, QueueStats, Report, UniqueLock, WorkerInfo
 from tenure.task import Task
 
@@ -89,6 +89,12 @@ def paused_json(paused: PausedTopic) -> JsonObject:
 def limit_json(limit: TopicLimit) -> JsonObject:
     """A topic's limit (``tenure limits --json``)."""
     return {"topic": limit.topic, "max_running": limit.max_running, "set_at": _plain(limit.set_at)}
+
+
+def rate_json(rate: TopicRate) -> JsonObject:
+    """A topic's rate (``tenure rates --json``)."""
+    return {"topic": rate.topic, "max_starts": rate.max_starts, "per_seconds": rate.per_seconds,
+            "set_at": _plain(rate.set_at)}  # fmt: skip
 
 
 def worker_json(worker: WorkerInfo) -> JsonObject:

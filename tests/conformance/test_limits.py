@@ -3,12 +3,15 @@ key's most are never exceeded by any reserve statement (any topic, one,
 several), a task over its limit waits pending without spending an attempt,
 the tasks behind a full topic or key are not held up, an ended or rolled back
 task gives its room back; an ordered key's tasks start one at a time in
-enqueue order, a retry keeping its place. Concurrent reservations, each on its
-own connection, take turns under a limit and together never exceed it."""
+enqueue order, a retry keeping its place; a topic's rate holds over every
+window of its span, on the store's clock. Concurrent reservations, each on its
+own connection, take turns under a limit and together never exceed it; a
+worker's new concurrency waits on its row for its heartbeat."""
 
 from __future__ import annotations
 
 import threading
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -215,3 +218,53 @@ def test_a_workers_new_concurrency_waits_on_its_row_for_its_heartbeat(store: Sto
     for wrong in (0, -1, True, 2.5, 2**31):
         with pytest.raises(InvalidInput, match="concurrency"):
             store.worker_scale("w-1", wrong)  # type: ignore[arg-type]
+
+
+T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
+
+
+def reserve_at(store: Store, seconds: float, topics: list[str] | None, limit: int = 10) -> int:
+    when = T0 + timedelta(seconds=seconds)
+    return len(store.task_reserve(ReserveParams(owner=OWNER, limit=limit, topics=topics, now=when)))
+
+
+@WAYS
+def test_a_topics_rate_holds_over_every_window_of_its_span(
+    store: Store, topics: list[str] | None
+) -> None:
+    store.task_create_many([new(topic="mail") for _ in range(10)], now=T0)
+    rate = store.topic_rate("mail", 3, per=60, now=T0)
+    assert rate is not None and (rate.max_starts, rate.per_seconds) == (3, 60.0)
+    assert reserve_at(store, 0, topics, limit=2) == 2
+    assert reserve_at(store, 30, topics) == 1  # the window holds two: room for one
+    assert reserve_at(store, 59, topics) == 0
+    assert reserve_at(store, 60.5, topics) == 2  # the first two left the window
+    assert reserve_at(store, 89, topics) == 0
+    assert reserve_at(store, 90.5, topics) == 1
+    assert store.rate_prune(now=T0 + timedelta(seconds=100)) == 3  # those at 0 and 30
+    assert store.topic_rate("mail", None) is None
+    assert reserve_at(store, 91, topics) == 4
+
+
+def test_rates_are_listed_changed_and_checked(store: Store) -> None:
+    store.topic_rate("mail", 100, per=60)
+    store.topic_rate("mail", 5, per=1)
+    [rate] = store.topic_rates()
+    assert (rate.topic, rate.max_starts, rate.per_seconds) == ("mail", 5, 1.0)
+    for wrong, field in ((0, "max_starts"), (True, "max_starts"), (2.5, "max_starts")):
+        with pytest.raises(InvalidInput, match=field):
+            store.topic_rate("mail", wrong)  # type: ignore[arg-type]
+    for span in (0, -1, float("nan")):
+        with pytest.raises(InvalidInput, match="per"):
+            store.topic_rate("mail", 3, per=span)
+    assert store.topic_rate("mail", None) is None and store.topic_rates() == []
+
+
+def test_concurrent_reservations_together_stay_within_a_rate(
+    store: Store, make_store: StoreFactory
+) -> None:
+    store.topic_rate("mail", 5, per=3600)
+    store.task_create_many([new(topic="mail") for _ in range(40)])
+    stores = [make_store() for _ in range(8)]
+    assert len(reserve_at_once(stores)) == 5
+    assert reserve_at_once(stores) == []

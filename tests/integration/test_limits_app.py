@@ -59,14 +59,19 @@ def test_a_declaration_is_checked_when_made(app: tenure.App) -> None:
         app.task(concurrency=3)(lambda: None)  # type: ignore[arg-type]
     with pytest.raises(InvalidInput, match="max_running"):
         app.limit("mail", max_running=0)
+    with pytest.raises(InvalidInput, match="per"):
+        app.rate("mail", max_starts=5, per=0)
 
 
 def test_a_declared_topic_limit_is_stored_by_the_scheduler(app: tenure.App) -> None:
     app.limit("mail", max_running=4)
+    app.rate("mail", max_starts=100, per=60)
     app.tasks.limit("mail", 9)  # a change at run time holds until the next term
     scheduler = app.scheduler()
     assert scheduler.run_once().leader
     assert [(lim.topic, lim.max_running) for lim in app.tasks.limits()] == [("mail", 4)]
+    [rate] = app.tasks.rate_limits()
+    assert (rate.topic, rate.max_starts, rate.per_seconds) == ("mail", 100, 60.0)
     app.tasks.limit("mail", 2)
     scheduler.run_once()
     assert [lim.max_running for lim in app.tasks.limits()] == [2]
@@ -85,7 +90,15 @@ def test_the_command_line_sets_lists_and_lifts_a_limit(
     assert "mail runs without a limit" in capsys.readouterr().out
     assert main(["limits", *url]) == 0
     assert "no topic has a limit" in capsys.readouterr().out
-    for wrong in (["limit", "mail", "0"], ["limit", "mail"], ["limit", "mail", "2", "--off"]):
+    assert main(["rate", "mail", "100", "--per", "1m", *url]) == 0
+    assert "mail starts at most 100 per 60 s" in capsys.readouterr().out
+    assert main(["rates", "--json", *url]) == 0
+    [listed] = json.loads(capsys.readouterr().out)
+    assert (listed["max_starts"], listed["per_seconds"]) == (100, 60.0)
+    assert main(["rate", "mail", "--off", *url]) == 0
+    assert "mail starts without a rate" in capsys.readouterr().out
+    for wrong in (["limit", "mail", "0"], ["limit", "mail"], ["limit", "mail", "2", "--off"],
+                  ["rate", "mail", "5", "--per", "soon"], ["rate", "mail"]):  # fmt: skip
         assert main([*wrong, *url]) == 2
         err = capsys.readouterr().err
         assert len(err.strip().splitlines()) == 1 and "Traceback" not in err

@@ -3,7 +3,8 @@ processes of 4 threads each): every execution's interval is recorded by the
 task itself (tests/apps/limited.py), and the intervals show a topic's limit
 and a key's most reached and never exceeded while other work runs beside
 them, and an ordered key's tasks one at a time in enqueue order, across a
-SIGKILL of the worker running one of them."""
+SIGKILL of the worker running one of them; the starts' times show a topic's
+rate reached and kept over every sliding window."""
 
 from __future__ import annotations
 
@@ -149,3 +150,20 @@ def test_an_ordered_key_runs_in_order_one_at_a_time_across_a_kill(
         assert stint.pid == held.pid
         rerun = next(s for s in runs if (s.key, s.n, s.attempt) == (stint.key, stint.n, 2))
         assert rerun.pid != held.pid and rerun.start >= killed
+
+
+def test_a_topic_rate_holds_over_every_sliding_window(store: Store, noted: Path) -> None:
+    """Ten starts a second at most: over the starts' own times (the store's
+    clock, which the rate is measured on), no second holds eleven, and some
+    hold ten."""
+    store.topic_rate("limited", 10, per=1.0)
+    for n in range(45):
+        enqueue(store, topical, "rated", n, 0.01)
+    all_done(store, 45)
+    tasks = store.task_list(TaskFilter(topic="limited"), limit=100).tasks
+    starts = sorted(t.started_at.timestamp() for t in tasks if t.started_at is not None)
+    assert len(starts) == 45
+    spans = [later - first for first, later in zip(starts, starts[10:], strict=False)]
+    assert min(spans) >= 1.0, min(spans)
+    tens = [later - first for first, later in zip(starts, starts[9:], strict=False)]
+    assert min(tens) < 1.0  # the rate was reached, not merely kept under

@@ -57,6 +57,13 @@ CREATE TABLE paused_topics (
     CONSTRAINT paused_topics_pkey PRIMARY KEY (topic)
 );
 
+CREATE TABLE rate_starts (
+    id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
+    topic text NOT NULL,
+    at timestamp with time zone NOT NULL,
+    CONSTRAINT rate_starts_pkey PRIMARY KEY (id)
+);
+
 CREATE TABLE reports (
     key text NOT NULL,
     slot timestamp with time zone NOT NULL,
@@ -175,6 +182,16 @@ CREATE TABLE topic_limits (
     CONSTRAINT topic_limits_pkey PRIMARY KEY (topic)
 );
 
+CREATE TABLE topic_rates (
+    topic text NOT NULL,
+    max_starts bigint NOT NULL,
+    per_seconds double precision NOT NULL,
+    set_at timestamp with time zone NOT NULL,
+    CONSTRAINT topic_rates_max_starts_check CHECK ((max_starts > 0)),
+    CONSTRAINT topic_rates_per_seconds_check CHECK ((per_seconds > (0)::double precision)),
+    CONSTRAINT topic_rates_pkey PRIMARY KEY (topic)
+);
+
 CREATE TABLE unique_locks (
     key text NOT NULL,
     task_id text NOT NULL,
@@ -223,6 +240,10 @@ CREATE INDEX gates_settled ON tenure.gates USING btree (COALESCE(opened_at, brok
 CREATE UNIQUE INDEX leaders_pkey ON tenure.leaders USING btree (name);
 
 CREATE UNIQUE INDEX paused_topics_pkey ON tenure.paused_topics USING btree (topic);
+
+CREATE INDEX rate_starts_by_topic ON tenure.rate_starts USING btree (topic, at);
+
+CREATE UNIQUE INDEX rate_starts_pkey ON tenure.rate_starts USING btree (id);
 
 CREATE INDEX reports_by_run ON tenure.reports USING btree (run_at);
 
@@ -275,6 +296,8 @@ CREATE UNIQUE INDEX tasks_pkey ON tenure.tasks USING btree (seq);
 CREATE UNIQUE INDEX tenure_migrations_pkey ON tenure.tenure_migrations USING btree (version);
 
 CREATE UNIQUE INDEX topic_limits_pkey ON tenure.topic_limits USING btree (topic);
+
+CREATE UNIQUE INDEX topic_rates_pkey ON tenure.topic_rates USING btree (topic);
 
 CREATE INDEX unique_locks_by_expiry ON tenure.unique_locks USING btree (expires_at);
 
@@ -446,7 +469,7 @@ BEGIN
 END;
 $function$;
 
-CREATE OR REPLACE FUNCTION tenure.tenure_rooms(kinds text[], names text[], maxes bigint[])
+CREATE OR REPLACE FUNCTION tenure.tenure_rooms(kinds text[], names text[], maxes bigint[], spans double precision[], moment timestamp with time zone)
  RETURNS TABLE(kind text, name text, room bigint)
  LANGUAGE plpgsql
 AS $function$
@@ -469,13 +492,15 @@ BEGIN
     END LOOP;
     RETURN QUERY
     SELECT l.kind, l.name, l.max - CASE l.kind
-        WHEN 'topic' THEN (SELECT count(*) FROM "tenure".tasks AS r
-                           WHERE r.status = 'running' AND r.topic = l.name)
+        WHEN 'topic' THEN (SELECT COALESCE(sum(c.n), 0)::bigint FROM "tenure".task_counts AS c
+                           WHERE c.topic = l.name AND c.status = 'running')
         WHEN 'key' THEN (SELECT count(*) FROM "tenure".tasks AS r
                          WHERE r.status = 'running' AND r.limit_key = l.name)
-        ELSE (SELECT count(*) FROM "tenure".tasks AS r
-              WHERE r.status = 'running' AND r.order_key = l.name) END
-    FROM unnest(kinds, names, maxes) AS l(kind, name, max);
+        WHEN 'order' THEN (SELECT count(*) FROM "tenure".tasks AS r
+                           WHERE r.status = 'running' AND r.order_key = l.name)
+        ELSE (SELECT count(*) FROM "tenure".rate_starts AS s
+              WHERE s.topic = l.name AND s.at > moment - make_interval(secs => l.span)) END
+    FROM unnest(kinds, names, maxes, spans) AS l(kind, name, max, span);
 END
 $function$;
 

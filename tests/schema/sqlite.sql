@@ -56,6 +56,13 @@ CREATE TABLE tenure_paused_topics (
     paused_at REAL NOT NULL
 );
 
+-- table tenure_rate_starts
+CREATE TABLE tenure_rate_starts (
+    id INTEGER PRIMARY KEY,
+    topic TEXT NOT NULL,
+    at REAL NOT NULL
+);
+
 -- table tenure_reports
 CREATE TABLE "tenure_reports" (
     key      TEXT    PRIMARY KEY,
@@ -147,6 +154,14 @@ CREATE TABLE tenure_topic_limits (
     set_at REAL NOT NULL
 );
 
+-- table tenure_topic_rates
+CREATE TABLE tenure_topic_rates (
+    topic TEXT PRIMARY KEY,
+    max_starts INTEGER NOT NULL CHECK (max_starts > 0),
+    per_seconds REAL NOT NULL CHECK (per_seconds > 0),
+    set_at REAL NOT NULL
+);
+
 -- table tenure_unique_locks
 CREATE TABLE "tenure_unique_locks" (
     key        TEXT PRIMARY KEY,
@@ -179,6 +194,9 @@ CREATE INDEX tenure_events_by_time ON tenure_events (at);
 
 -- index tenure_gates_settled
 CREATE INDEX tenure_gates_settled ON tenure_gates (coalesce(opened_at, broken_at));
+
+-- index tenure_rate_starts_by_topic
+CREATE INDEX tenure_rate_starts_by_topic ON tenure_rate_starts (topic, at);
 
 -- index tenure_reports_by_run
 CREATE INDEX tenure_reports_by_run ON tenure_reports (run_at);
@@ -222,6 +240,9 @@ CREATE INDEX tenure_tasks_pending ON tenure_tasks (priority DESC, seq) WHERE sta
 CREATE INDEX tenure_tasks_pending_by_topic ON tenure_tasks (topic, priority DESC, seq)
     WHERE status = 'pending';
 
+-- index tenure_tasks_running_by_topic
+CREATE INDEX tenure_tasks_running_by_topic ON tenure_tasks (topic) WHERE status = 'running';
+
 -- index tenure_unique_locks_by_expiry
 CREATE INDEX tenure_unique_locks_by_expiry ON tenure_unique_locks (expires_at);
 
@@ -260,6 +281,15 @@ BEGIN
     SELECT next.id,
            '', '', NEW.key, NULL, 'report', NEW.total, NEW.owner, NEW.run_at
     FROM tenure_next_event_id AS next;
+END;
+
+-- trigger tenure_rate_started
+CREATE TRIGGER tenure_rate_started AFTER UPDATE OF status ON tenure_tasks
+WHEN NEW.status = 'running' AND OLD.status <> 'running'
+BEGIN
+    INSERT INTO tenure_rate_starts (topic, at)
+    SELECT NEW.topic, NEW.started_at
+    WHERE NEW.topic IN (SELECT topic FROM tenure_topic_rates);
 END;
 
 -- trigger tenure_tasks_created

@@ -81,6 +81,7 @@ def test_the_store_boundary_types_are_in_tenure_store() -> None:
         "TaskFilter",
         "TaskState",
         "TopicLimit",
+        "TopicRate",
         "UniqueLock",
         "UniqueRule",
         "Lease",

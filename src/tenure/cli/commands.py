@@ -15,7 +15,7 @@ from tenure.admin import TaskAdmin
 from tenure.cli.output import STATUS_STYLE, console, counted, error, print_json
 from tenure.cli.parsing import HelpFormatter, duration, positive, where
 from tenure.clock import spoken
-from tenure.shapes import limit_json, lock_json, paused_json, stats_json, worker_json
+from tenure.shapes import limit_json, lock_json, paused_json, rate_json, stats_json, worker_json
 from tenure.store.migrate import migrate_store, migration_sql
 from tenure.task import Status
 
@@ -45,6 +45,7 @@ def add(
     command("locks", "list held unique locks", _locks)
     command("paused", "list the paused topics", _paused)
     command("limits", "list the topics' concurrency limits", _limits)
+    command("rates", "list the topics' rates", _rates)
     stats = command("stats", "the queue at a glance: counts, waits, throughput, workers", _stats)
     stats.add_argument("--window", type=duration, default=300.0, help="throughput over this")
     for name, helptext, run in (
@@ -60,6 +61,13 @@ def add(
     most = limit.add_mutually_exclusive_group(required=True)
     most.add_argument("max_running", nargs="?", type=positive, help="how many at most")
     most.add_argument("--off", action="store_true", help="lift the topic's limit")
+    rate = command("rate", "let at most N tasks of a topic start within a span", _rate)
+    rate.set_defaults(reads=False)
+    rate.add_argument("topic", help="the topic")
+    starts = rate.add_mutually_exclusive_group(required=True)
+    starts.add_argument("max_starts", nargs="?", type=positive, help="how many starts at most")
+    starts.add_argument("--off", action="store_true", help="lift the topic's rate")
+    rate.add_argument("--per", type=duration, default=60.0, help="the span: 1s, 1m, 1h")
     _add_migrate(subcommands, url_too)
 
 
@@ -184,6 +192,32 @@ def _limit(admin: TaskAdmin, args: argparse.Namespace) -> int:
         console.print(f"{escape(args.topic)} runs without a limit")
     else:
         console.print(f"{escape(limit.topic)} runs at most {limit.max_running} at once")
+    return 0
+
+
+def _rate(admin: TaskAdmin, args: argparse.Namespace) -> int:
+    rate = admin.rate_limit(args.topic, None if args.off else args.max_starts, args.per)
+    if args.json:
+        lifted = {"topic": args.topic, "max_starts": None}
+        print_json(lifted if rate is None else rate_json(rate))
+    elif rate is None:
+        console.print(f"{escape(args.topic)} starts without a rate")
+    else:
+        console.print(
+            f"{escape(rate.topic)} starts at most {rate.max_starts} per {rate.per_seconds:g} s"
+        )
+    return 0
+
+
+def _rates(admin: TaskAdmin, args: argparse.Namespace) -> int:
+    rates = admin.rate_limits()
+    if args.json:
+        print_json([rate_json(rate) for rate in rates])
+        return 0
+    if not rates:
+        console.print("no topic has a rate")
+    for rate in rates:
+        console.print(f"{escape(rate.topic)}  at most {rate.max_starts} per {rate.per_seconds:g} s")
     return 0
 
 

@@ -94,6 +94,7 @@ class Scheduler:
         *,
         periodics: list[Periodic] | None = None,
         limits: Mapping[str, int] | None = None,
+        rates: Mapping[str, tuple[int, float]] | None = None,
         tasks: Lookup | None = None,
         observations: list[Observation] | None = None,
         interval: float = 1.0,
@@ -122,6 +123,7 @@ class Scheduler:
         self.supervisor = Supervisor(store, clock=clock)
         self.periodic = PeriodicEnqueuer(periodics or [], tasks)
         self.limits = dict(limits or {})
+        self.rates = dict(rates or {})
         self._limits_stored = False
         self.observer = Observer(observations or [])
         self.pruner = Retention(
@@ -137,7 +139,7 @@ class Scheduler:
         if leading and not self._was_leader:  # a new term: ticks from what the store says
             self.periodic.reset()
             self.observer.reset()
-            self._limits_stored = not self.limits
+            self._limits_stored = not (self.limits or self.rates)
         self._was_leader = leading
         report = CycleReport(leader=leading)
         if not leading:
@@ -179,10 +181,12 @@ class Scheduler:
             log.warning("standby could not watch leases, will retry: %s", exc)
 
     def _store_limits(self) -> None:
-        """Store the topics' limits declared in code, once a term: one changed
-        at run time holds until the next term."""
+        """Store the topics' limits and rates declared in code, once a term:
+        one changed at run time holds until the next term."""
         for topic, most in self.limits.items():
             self.store.topic_limit(topic, most)
+        for topic, (starts, per) in self.rates.items():
+            self.store.topic_rate(topic, starts, per=per)
         self._limits_stored = True
 
     def _supervise(self, report: CycleReport) -> None:
@@ -217,6 +221,7 @@ class Scheduler:
         self.store.tally_fold(compact=True)
         report.expired_locks = self.store.unique_lock_prune()
         self.store.worker_prune(self.worker_silence)
+        self.store.rate_prune()
         report.analyzed = self.store.statistics_refresh()
 
     def supervise_between_cycles(self) -> list[Task]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tenure.store.base import DEFAULT_MAX_PAYLOAD_BYTES, Store
-from tenure.store.flowcontrol import PausedTopic, TopicLimit
+from tenure.store.flowcontrol import PausedTopic, TopicLimit, TopicRate
 from tenure.store.schedules import Schedule, ScheduleSpec
 from tenure.store.types import (
     Completion,
@@ -46,6 +46,7 @@ __all__ = [
     "TaskFilter",
     "TaskState",
     "TopicLimit",
+    "TopicRate",
     "UniqueLock",
     "UniqueRule",
     "open_store",

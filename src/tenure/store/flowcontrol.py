@@ -12,6 +12,11 @@ its creation. Past it, the reserve statements skip it, so it never starts late
 whatever the sweep's pace; the scheduler's sweep (:meth:`FlowControl.task_expire`)
 ends it cancelled, its error saying why.
 
+**Rates**: at most so many of a topic's tasks start within a window, on the
+store's clock. Each start under a rate is noted as it is made; the reserve
+statements count the window's starts under the rate's lock before they take
+more.
+
 **Runtime control of workers**: an operator's new concurrency for a running
 worker, kept on its registry row until its heartbeat reads it back.
 
@@ -50,6 +55,17 @@ class TopicLimit:
 
     topic: str
     max_running: int
+    set_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class TopicRate:
+    """At most ``max_starts`` tasks of ``topic`` start within any
+    ``per_seconds``, since ``set_at``."""
+
+    topic: str
+    max_starts: int
+    per_seconds: float
     set_at: datetime
 
 
@@ -99,6 +115,47 @@ class FlowControl:
     def topic_limits(self) -> list[TopicLimit]:
         """The topics' limits, by topic."""
         return self._topic_limits()
+
+    def topic_rate(
+        self,
+        topic: str,
+        max_starts: int | None,
+        *,
+        per: float = 60.0,
+        now: datetime | None = None,
+    ) -> TopicRate | None:
+        """Let at most ``max_starts`` tasks of ``topic`` start within any
+        ``per`` seconds, across every worker, on the store's clock (``None``:
+        no rate); the rate now set, if any."""
+        topic = validate.text(topic, "topic")
+        if max_starts is None:
+            self._topic_rate_clear(topic)
+            return None
+        most = validate.integer(max_starts, "max_starts", minimum=1)
+        span = validate.seconds(per, "per")
+        return self._topic_rate_set(topic, most, span, validate.moment(now, "now"))
+
+    def topic_rates(self) -> list[TopicRate]:
+        """The topics' rates, by topic."""
+        return self._topic_rates()
+
+    def rate_prune(self, *, now: datetime | None = None) -> int:
+        """Forget the starts no rate's window holds any more; how many."""
+        return self._rate_prune(validate.moment(now, "now"))
+
+    @abstractmethod
+    def _topic_rate_set(
+        self, topic: str, most: int, per: float, now: datetime | None
+    ) -> TopicRate: ...
+
+    @abstractmethod
+    def _topic_rate_clear(self, topic: str) -> bool: ...
+
+    @abstractmethod
+    def _topic_rates(self) -> list[TopicRate]: ...
+
+    @abstractmethod
+    def _rate_prune(self, now: datetime | None) -> int: ...
 
     def worker_scale(self, worker_id: str, concurrency: int) -> WorkerInfo | None:
         """Ask the running worker ``worker_id`` to run ``concurrency`` tasks at

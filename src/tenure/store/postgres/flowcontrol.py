@@ -7,7 +7,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from tenure.store.flowcontrol import EXPIRED, PausedTopic, TopicLimit
+from tenure.store.flowcontrol import EXPIRED, PausedTopic, TopicLimit, TopicRate
 from tenure.store.postgres import rows
 from tenure.store.postgres.rows import Row
 from tenure.store.types import WorkerInfo
@@ -45,6 +45,20 @@ class PostgresFlowControl:
     def _topic_limits(self) -> list[TopicLimit]:
         return [limit(row) for row in self._read("topic_limits", {})]
 
+    def _topic_rate_set(self, topic: str, most: int, per: float, now: datetime | None) -> TopicRate:
+        params = {"topic": topic, "max_starts": most, "per": per, "now": now}
+        [row] = self._read("topic_rate_set", params)
+        return rate(row)
+
+    def _topic_rate_clear(self, topic: str) -> bool:
+        return bool(self._read("topic_rate_clear", {"topic": topic}))
+
+    def _topic_rates(self) -> list[TopicRate]:
+        return [rate(row) for row in self._read("topic_rates", {})]
+
+    def _rate_prune(self, now: datetime | None) -> int:
+        return len(self._read("prune_rate_starts", {"now": now}))
+
     def _worker_scale(self, worker_id: str, concurrency: int) -> WorkerInfo | None:
         found = self._read("worker_scale", {"id": worker_id, "concurrency": concurrency})
         return rows.worker(found[0]) if found else None
@@ -53,6 +67,11 @@ class PostgresFlowControl:
 def limit(row: Row) -> TopicLimit:
     at: datetime = row["set_at"]
     return TopicLimit(row["topic"], row["max_running"], at.astimezone(UTC))
+
+
+def rate(row: Row) -> TopicRate:
+    at: datetime = row["set_at"]
+    return TopicRate(row["topic"], row["max_starts"], row["per_seconds"], at.astimezone(UTC))
 
 
 def paused(row: Row) -> PausedTopic:

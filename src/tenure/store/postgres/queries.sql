@@ -240,8 +240,14 @@ WHERE t.seq = picked.seq
 -- (pick_within_limits) decide.
 -- fragment: full_topics
 SELECT l.topic FROM {schema}.topic_limits AS l
-WHERE l.max_running <= (SELECT count(*) FROM {schema}.tasks AS r
-                        WHERE r.status = 'running' AND r.topic = l.topic)
+WHERE l.max_running <= (SELECT COALESCE(sum(c.n), 0) FROM {schema}.task_counts AS c
+                        WHERE c.topic = l.topic AND c.status = 'running')
+UNION ALL
+SELECT r.topic FROM {schema}.topic_rates AS r
+WHERE r.max_starts <= (
+    SELECT count(*) FROM {schema}.rate_starts AS s
+    WHERE s.topic = r.topic
+      AND s.at > COALESCE(%(now)s::timestamptz, now()) - make_interval(secs => r.per_seconds))
 
 -- fragment: within_limits
 AND (limit_key IS NULL OR limit_key <> ALL (ARRAY(
@@ -254,28 +260,33 @@ AND (order_key IS NULL OR NOT EXISTS (
       AND e.status IN ('waiting', 'pending', 'running', 'snoozed')))
 
 -- Of the rows offered (the CTE "candidates", locked), those within the room
--- left under each limit they fall under: per topic and per limit key, the
--- first ones in the order taken, as many as the room; per ordered key, its
--- first while none of it runs. The room is counted by tenure_rooms, under the
+-- left under each limit they fall under: per topic (its limit, and its rate)
+-- and per limit key, the first ones in the order taken, as many as the room;
+-- per ordered key, its first while none of it runs. The room is counted by tenure_rooms, under the
 -- limits' locks, which the reservation holds until it commits: concurrent
 -- reservations of one limit take turns, each counting the others' starts, so
 -- none exceeds it. Without a limit among the rows, no lock and no count.
 -- fragment: pick_within_limits
 limited AS MATERIALIZED (
-    SELECT 'topic'::text AS kind, l.topic AS name, l.max_running AS most
+    SELECT 'topic'::text AS kind, l.topic AS name, l.max_running AS most, NULL::float8 AS span
     FROM {schema}.topic_limits AS l WHERE l.topic IN (SELECT c.topic FROM candidates AS c)
     UNION ALL
-    SELECT 'key', c.limit_key, min(c.limit_max) FROM candidates AS c
+    SELECT 'rate', r.topic, r.max_starts, r.per_seconds
+    FROM {schema}.topic_rates AS r WHERE r.topic IN (SELECT c.topic FROM candidates AS c)
+    UNION ALL
+    SELECT 'key', c.limit_key, min(c.limit_max), NULL FROM candidates AS c
     WHERE c.limit_key IS NOT NULL GROUP BY c.limit_key
     UNION ALL
-    SELECT DISTINCT 'order', c.order_key, 1::bigint FROM candidates AS c
+    SELECT DISTINCT 'order', c.order_key, 1::bigint, NULL::float8 FROM candidates AS c
     WHERE c.order_key IS NOT NULL
 ),
 rooms AS MATERIALIZED (
     SELECT r.kind, r.name, r.room
-    FROM (SELECT array_agg(kind) AS kinds, array_agg(name) AS names, array_agg(most) AS mosts
+    FROM (SELECT array_agg(kind) AS kinds, array_agg(name) AS names, array_agg(most) AS mosts,
+                 array_agg(span) AS spans
           FROM limited HAVING count(*) > 0) AS l
-    CROSS JOIN LATERAL {schema}.tenure_rooms(l.kinds, l.names, l.mosts) AS r
+    CROSS JOIN LATERAL {schema}.tenure_rooms(
+        l.kinds, l.names, l.mosts, l.spans, COALESCE(%(now)s::timestamptz, now())) AS r
 ),
 picked AS MATERIALIZED (
     SELECT c.seq FROM (
@@ -288,9 +299,17 @@ picked AS MATERIALIZED (
     ) AS c
     WHERE NOT EXISTS (
         SELECT FROM rooms AS r
-        WHERE (r.kind = 'topic' AND r.name = c.topic AND r.room < c.nth_in_topic)
+        WHERE (r.kind IN ('topic', 'rate') AND r.name = c.topic AND r.room < c.nth_in_topic)
            OR (r.kind = 'key' AND r.name = c.limit_key AND r.room < c.nth_in_key)
            OR (r.kind = 'order' AND r.name = c.order_key AND r.room < 1))
+),
+-- The starts under a topic's rate, noted as they are made (a data-modifying
+-- CTE runs whether or not the statement reads it).
+noted AS (
+    INSERT INTO {schema}.rate_starts (topic, at)
+    SELECT c.topic, COALESCE(%(now)s::timestamptz, now())
+    FROM picked AS p JOIN candidates AS c ON c.seq = p.seq
+    WHERE c.topic IN (SELECT l.name FROM limited AS l WHERE l.kind = 'rate')
 )
 
 -- Reserve: take the first %(limit)s runnable rows, highest priority first, then
@@ -439,6 +458,38 @@ SELECT topic, pg_notify('tenure_tasks', topic) AS told FROM cleared;
 
 -- name: topic_limits
 SELECT topic, max_running, set_at FROM {schema}.topic_limits ORDER BY topic;
+
+-- Topic rates (0021_limits.sql): at most max_starts of the topic's tasks start
+-- within any per_seconds, across every worker.
+-- name: topic_rate_set
+WITH set AS (
+    INSERT INTO {schema}.topic_rates AS r (topic, max_starts, per_seconds, set_at)
+    VALUES (%(topic)s::text, %(max_starts)s::bigint, %(per)s::float8,
+            COALESCE(%(now)s::timestamptz, now()))
+    ON CONFLICT (topic) DO UPDATE
+    SET max_starts = EXCLUDED.max_starts, per_seconds = EXCLUDED.per_seconds,
+        set_at = EXCLUDED.set_at
+    RETURNING r.topic, r.max_starts, r.per_seconds, r.set_at
+)
+SELECT topic, max_starts, per_seconds, set_at, pg_notify('tenure_tasks', topic) AS told FROM set;
+
+-- name: topic_rate_clear
+WITH cleared AS (
+    DELETE FROM {schema}.topic_rates WHERE topic = %(topic)s::text RETURNING topic
+)
+SELECT topic, pg_notify('tenure_tasks', topic) AS told FROM cleared;
+
+-- name: topic_rates
+SELECT topic, max_starts, per_seconds, set_at FROM {schema}.topic_rates ORDER BY topic;
+
+-- The starts no rate's window holds any more (or of a topic without a rate).
+-- name: prune_rate_starts
+DELETE FROM {schema}.rate_starts AS s
+WHERE NOT EXISTS (
+    SELECT FROM {schema}.topic_rates AS r
+    WHERE r.topic = s.topic
+      AND s.at > COALESCE(%(now)s::timestamptz, now()) - make_interval(secs => r.per_seconds))
+RETURNING s.id;
 
 -- Holder writes: each row matches only while its task runs under the named
 -- lease (task id, token, owner). The batch is "held"; the caller sends each
@@ -945,8 +996,8 @@ BEGIN
           AND c.relname = ANY (ARRAY['tasks', 'events', 'event_log', 'leaders', 'workers',
                                      'reports', 'task_counts', 'task_transitions',
                                      'unique_locks', 'wake_wanted', 'tenure_migrations']
-                               -- gates, schedules, paused_topics and
-                               -- topic_limits are tenure's only where tenure
+                               -- gates, schedules, paused_topics and the
+                               -- limits' tables are tenure's only where tenure
                                -- made them (a process pinned to schema=public
                                -- that went on to 0018 or later); else they may
                                -- be the application's own.
@@ -961,7 +1012,8 @@ BEGIN
                                        THEN ARRAY['paused_topics'] ELSE ARRAY[]::text[] END
                                || CASE WHEN EXISTS (SELECT FROM public.tenure_migrations
                                                     WHERE version = 21)
-                                       THEN ARRAY['topic_limits'] ELSE ARRAY[]::text[] END)
+                                       THEN ARRAY['topic_limits', 'topic_rates', 'rate_starts']
+                                       ELSE ARRAY[]::text[] END)
     LOOP
         EXECUTE format('ALTER TABLE public.%I SET SCHEMA %I', found.relname, target);
     END LOOP;

@@ -10,7 +10,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 
 from tenure.clock import epoch_or_now, from_epoch
-from tenure.store.flowcontrol import EXPIRED, PausedTopic, TopicLimit
+from tenure.store.flowcontrol import EXPIRED, PausedTopic, TopicLimit, TopicRate
 from tenure.store.sqlite import rows
 from tenure.store.sqlite.schema import Q
 from tenure.store.types import WorkerInfo
@@ -59,6 +59,24 @@ class SQLiteFlowControl:
             rows = conn.execute(Q["topic_limits"]).fetchall()
         return [TopicLimit(r["topic"], r["max_running"], from_epoch(r["set_at"])) for r in rows]
 
+    def _topic_rate_set(self, topic: str, most: int, per: float, now: datetime | None) -> TopicRate:
+        params = {"topic": topic, "max_starts": most, "per": per, "now": epoch_or_now(now)}
+        with self._write() as conn:
+            row = conn.execute(Q["topic_rate_set"], params).fetchone()
+        return _rate(row)
+
+    def _topic_rate_clear(self, topic: str) -> bool:
+        with self._write() as conn:
+            return bool(conn.execute(Q["topic_rate_clear"], {"topic": topic}).fetchall())
+
+    def _topic_rates(self) -> list[TopicRate]:
+        with self._use() as conn:
+            return [_rate(row) for row in conn.execute(Q["topic_rates"]).fetchall()]
+
+    def _rate_prune(self, now: datetime | None) -> int:
+        with self._write() as conn:
+            return len(conn.execute(Q["prune_rate_starts"], {"now": epoch_or_now(now)}).fetchall())
+
     def _worker_scale(self, worker_id: str, concurrency: int) -> WorkerInfo | None:
         params = {"id": worker_id, "concurrency": concurrency}
         with self._write() as conn:
@@ -69,3 +87,7 @@ class SQLiteFlowControl:
         with self._use() as conn:
             rows = conn.execute(Q["topics_paused"]).fetchall()
         return [PausedTopic(row["topic"], from_epoch(row["paused_at"])) for row in rows]
+
+
+def _rate(row: sqlite3.Row) -> TopicRate:
+    return TopicRate(row["topic"], row["max_starts"], row["per_seconds"], from_epoch(row["set_at"]))

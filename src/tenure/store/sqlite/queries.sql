@@ -143,6 +143,10 @@ SET status = 'running',
 SELECT l.topic FROM tenure_topic_limits AS l
 WHERE l.max_running <= (SELECT count(*) FROM tenure_tasks AS r
                         WHERE r.status = 'running' AND r.topic = l.topic)
+UNION ALL
+SELECT r.topic FROM tenure_topic_rates AS r
+WHERE r.max_starts <= (SELECT count(*) FROM tenure_rate_starts AS s
+                       WHERE s.topic = r.topic AND s.at > :now - r.per_seconds)
 
 -- fragment: within_limits
 AND (limit_key IS NULL OR limit_key NOT IN (
@@ -163,6 +167,10 @@ c.nth_in_topic <= coalesce((
     SELECT l.max_running - (SELECT count(*) FROM tenure_tasks AS r
                             WHERE r.status = 'running' AND r.topic = c.topic)
     FROM tenure_topic_limits AS l WHERE l.topic = c.topic), c.nth_in_topic)
+AND c.nth_in_topic <= coalesce((
+    SELECT r.max_starts - (SELECT count(*) FROM tenure_rate_starts AS s
+                           WHERE s.topic = c.topic AND s.at > :now - r.per_seconds)
+    FROM tenure_topic_rates AS r WHERE r.topic = c.topic), c.nth_in_topic)
 AND (c.limit_key IS NULL OR c.nth_in_key <= c.key_most - (
     SELECT count(*) FROM tenure_tasks AS r INDEXED BY tenure_tasks_limited_running
     WHERE r.status = 'running' AND r.limit_key = c.limit_key))
@@ -742,6 +750,29 @@ DELETE FROM tenure_topic_limits WHERE topic = :topic RETURNING topic;
 
 -- name: topic_limits
 SELECT topic, max_running, set_at FROM tenure_topic_limits ORDER BY topic;
+
+-- Topic rates (0013_limits.sql): at most max_starts of the topic's tasks start
+-- within any per_seconds, across every worker.
+-- name: topic_rate_set
+INSERT INTO tenure_topic_rates (topic, max_starts, per_seconds, set_at)
+VALUES (:topic, :max_starts, :per, :now)
+ON CONFLICT (topic) DO UPDATE
+SET max_starts = excluded.max_starts, per_seconds = excluded.per_seconds, set_at = excluded.set_at
+RETURNING topic, max_starts, per_seconds, set_at;
+
+-- name: topic_rate_clear
+DELETE FROM tenure_topic_rates WHERE topic = :topic RETURNING topic;
+
+-- name: topic_rates
+SELECT topic, max_starts, per_seconds, set_at FROM tenure_topic_rates ORDER BY topic;
+
+-- The starts no rate's window holds any more (or of a topic without a rate).
+-- name: prune_rate_starts
+DELETE FROM tenure_rate_starts
+WHERE NOT EXISTS (
+    SELECT 1 FROM tenure_topic_rates AS r
+    WHERE r.topic = tenure_rate_starts.topic AND tenure_rate_starts.at > :now - r.per_seconds)
+RETURNING id;
 
 -- The observer's reports (0004_follow_and_reports.sql). A run is saved only for
 -- a slot later than the saved one, so of two schedulers running the same slot

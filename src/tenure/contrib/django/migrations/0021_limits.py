@@ -1,7 +1,9 @@
-"""Concurrency limits and ordered keys: topic limits (``topic_limits``), a
-task's limit key and its most (``limit_key``, ``limit_max``), and its order
-key (``order_key``), all read by the reserve statements. Runs PostgreSQL's
-0021_limits.sql and SQLite's 0013_limits.sql."""
+"""Concurrency limits, rates and ordered keys: topics' limits and rates
+(``topic_limits``, ``topic_rates``, and the starts under a rate,
+``rate_starts``), a task's limit key and its most (``limit_key``,
+``limit_max``) and its order key (``order_key``), all read by the reserve
+statements; and a worker's concurrency asked at run time (``scale_to``). Runs
+PostgreSQL's 0021_limits.sql and SQLite's 0013_limits.sql."""
 
 from django.db import migrations
 
