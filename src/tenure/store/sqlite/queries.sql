@@ -131,22 +131,23 @@ SET status = 'running',
     record_ver = record_ver + 1,
     updated_at = :now
 
--- Limits (0013_limits.sql): the topics already at their most, which a
--- reservation does not take (as a paused topic's), and in the scan, no task
--- of a limit key at its most, and of an ordered key only the first unfinished
--- task, while none of it runs. The scan so passes over the tasks that cannot
--- start (a full key's backlog blocks no other key); within_room then takes,
--- of the rows offered, as many per topic and per key as there is room for.
--- The write transaction is SQLite's only one: nothing starts a task between
--- the counts and the writes.
--- fragment: full_topics
-SELECT l.topic FROM tenure_topic_limits AS l
-WHERE l.max_running <= (SELECT count(*) FROM tenure_tasks AS r
-                        WHERE r.status = 'running' AND r.topic = l.topic)
+-- Limits (0013_limits.sql): the room each topic's limit and rate leaves,
+-- counted once a statement (topic_rooms, MATERIALIZED: a subquery would count
+-- again for every row it is asked about). A topic without room is not taken
+-- (as a paused topic's); in the scan, no task of a limit key at its most, and
+-- of an ordered key only the first unfinished task, while none of it runs.
+-- The scan so passes over the tasks that cannot start (a full key's backlog
+-- blocks no other key); within_room then takes, of the rows offered, as many
+-- per topic and per key as there is room for. The write transaction is
+-- SQLite's only one: nothing starts a task between the counts and the writes.
+-- fragment: topic_rooms
+SELECT l.topic, l.max_running - (SELECT count(*) FROM tenure_tasks AS r
+                                 WHERE r.status = 'running' AND r.topic = l.topic) AS room
+FROM tenure_topic_limits AS l
 UNION ALL
-SELECT r.topic FROM tenure_topic_rates AS r
-WHERE r.max_starts <= (SELECT count(*) FROM tenure_rate_starts AS s
-                       WHERE s.topic = r.topic AND s.at > :now - r.per_seconds)
+SELECT r.topic, r.max_starts - (SELECT count(*) FROM tenure_rate_starts AS s
+                                WHERE s.topic = r.topic AND s.at > :now - r.per_seconds)
+FROM tenure_topic_rates AS r
 
 -- fragment: within_limits
 AND (limit_key IS NULL OR limit_key NOT IN (
@@ -163,14 +164,7 @@ AND (order_key IS NULL OR NOT EXISTS (
 -- (a key's most: the smallest its offered tasks give, as PostgreSQL's), and
 -- an ordered key's first while none of it runs.
 -- fragment: within_room
-c.nth_in_topic <= coalesce((
-    SELECT l.max_running - (SELECT count(*) FROM tenure_tasks AS r
-                            WHERE r.status = 'running' AND r.topic = c.topic)
-    FROM tenure_topic_limits AS l WHERE l.topic = c.topic), c.nth_in_topic)
-AND c.nth_in_topic <= coalesce((
-    SELECT r.max_starts - (SELECT count(*) FROM tenure_rate_starts AS s
-                           WHERE s.topic = c.topic AND s.at > :now - r.per_seconds)
-    FROM tenure_topic_rates AS r WHERE r.topic = c.topic), c.nth_in_topic)
+NOT EXISTS (SELECT 1 FROM topic_rooms AS t WHERE t.topic = c.topic AND t.room < c.nth_in_topic)
 AND (c.limit_key IS NULL OR c.nth_in_key <= c.key_most - (
     SELECT count(*) FROM tenure_tasks AS r INDEXED BY tenure_tasks_limited_running
     WHERE r.status = 'running' AND r.limit_key = c.limit_key))
@@ -182,6 +176,7 @@ AND (c.order_key IS NULL OR NOT EXISTS (
 -- name: reserve_any
 {lease_picked}
 WHERE seq IN (
+    WITH topic_rooms AS MATERIALIZED ({topic_rooms})
     SELECT c.seq FROM (
         SELECT seq, topic, limit_key, order_key,
                row_number() OVER (PARTITION BY topic ORDER BY priority DESC, seq) AS nth_in_topic,
@@ -192,7 +187,7 @@ WHERE seq IN (
             FROM tenure_tasks INDEXED BY tenure_tasks_pending
             WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
               AND topic NOT IN (SELECT topic FROM tenure_paused_topics)
-              AND topic NOT IN ({full_topics})
+              AND topic NOT IN (SELECT topic FROM topic_rooms WHERE room <= 0)
               AND (expires_at IS NULL OR expires_at > :now)
               AND (tags = '[]' OR NOT EXISTS (
                   SELECT 1 FROM json_each(tenure_tasks.tags) AS t
@@ -209,6 +204,7 @@ RETURNING *;
 -- name: reserve_topic
 {lease_picked}
 WHERE seq IN (
+    WITH topic_rooms AS MATERIALIZED ({topic_rooms})
     SELECT c.seq FROM (
         SELECT seq, topic, limit_key, order_key,
                row_number() OVER (PARTITION BY topic ORDER BY priority DESC, seq) AS nth_in_topic,
@@ -220,7 +216,7 @@ WHERE seq IN (
             WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
               AND topic = :topic
               AND :topic NOT IN (SELECT topic FROM tenure_paused_topics)
-              AND :topic NOT IN ({full_topics})
+              AND :topic NOT IN (SELECT topic FROM topic_rooms WHERE room <= 0)
               AND (expires_at IS NULL OR expires_at > :now)
               AND (tags = '[]' OR NOT EXISTS (
                   SELECT 1 FROM json_each(tenure_tasks.tags) AS t
@@ -237,6 +233,7 @@ RETURNING *;
 -- name: reserve_topics
 {lease_picked}
 WHERE seq IN (
+    WITH topic_rooms AS MATERIALIZED ({topic_rooms})
     SELECT c.seq FROM (
         SELECT seq, topic, limit_key, order_key,
                row_number() OVER (PARTITION BY topic ORDER BY priority DESC, seq) AS nth_in_topic,
@@ -248,7 +245,7 @@ WHERE seq IN (
             WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
               AND topic IN (SELECT value FROM json_each(:topics)
                             WHERE value NOT IN (SELECT topic FROM tenure_paused_topics)
-                              AND value NOT IN ({full_topics}))
+                              AND value NOT IN (SELECT topic FROM topic_rooms WHERE room <= 0))
               AND (expires_at IS NULL OR expires_at > :now)
               AND (tags = '[]' OR NOT EXISTS (
                   SELECT 1 FROM json_each(tenure_tasks.tags) AS t
@@ -687,20 +684,22 @@ PRAGMA data_version;
 
 -- Whether a task of the topics may be reserved now (tags aside).
 -- name: runnable_any
+WITH topic_rooms AS MATERIALIZED ({topic_rooms})
 SELECT 1 FROM tenure_tasks INDEXED BY tenure_tasks_pending
 WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
   AND topic NOT IN (SELECT topic FROM tenure_paused_topics)
-  AND topic NOT IN ({full_topics})
+  AND topic NOT IN (SELECT topic FROM topic_rooms WHERE room <= 0)
   AND (expires_at IS NULL OR expires_at > :now)
   {within_limits}
 LIMIT 1;
 
 -- name: runnable_topics
+WITH topic_rooms AS MATERIALIZED ({topic_rooms})
 SELECT 1 FROM tenure_tasks INDEXED BY tenure_tasks_pending_by_topic
 WHERE status = 'pending'
   AND topic IN (SELECT value FROM json_each(:topics)
                 WHERE value NOT IN (SELECT topic FROM tenure_paused_topics)
-                  AND value NOT IN ({full_topics}))
+                  AND value NOT IN (SELECT topic FROM topic_rooms WHERE room <= 0))
   AND (run_at IS NULL OR run_at <= :now)
   AND (expires_at IS NULL OR expires_at > :now)
   {within_limits}
