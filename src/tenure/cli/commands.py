@@ -5,7 +5,8 @@ stats, paused topics, and migrating the schema. They go through
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from rich import box
 from rich.markup import escape
@@ -15,11 +16,21 @@ from tenure.admin import TaskAdmin
 from tenure.cli.output import STATUS_STYLE, console, counted, error, print_json
 from tenure.cli.parsing import HelpFormatter, duration, positive, where
 from tenure.clock import spoken
-from tenure.shapes import limit_json, lock_json, paused_json, rate_json, stats_json, worker_json
+from tenure.shapes import (
+    JsonObject,
+    limit_json,
+    lock_json,
+    paused_json,
+    rate_json,
+    stats_json,
+    worker_json,
+)
+from tenure.store import PausedTopic, TopicLimit, TopicRate
 from tenure.store.migrate import migrate_store, migration_sql
 from tenure.task import Status
 
 Run = Callable[[TaskAdmin, argparse.Namespace], int]
+T = TypeVar("T")
 
 
 def add(
@@ -55,19 +66,20 @@ def add(
         changes = command(name, helptext, run)
         changes.set_defaults(reads=False)
         changes.add_argument("topic", help="the topic")
-    limit = command("limit", "let at most N tasks of a topic run at once, on every worker", _limit)
-    limit.set_defaults(reads=False)
-    limit.add_argument("topic", help="the topic")
-    most = limit.add_mutually_exclusive_group(required=True)
-    most.add_argument("max_running", nargs="?", type=positive, help="how many at most")
-    most.add_argument("--off", action="store_true", help="lift the topic's limit")
-    rate = command("rate", "let at most N tasks of a topic start within a span", _rate)
-    rate.set_defaults(reads=False)
-    rate.add_argument("topic", help="the topic")
-    starts = rate.add_mutually_exclusive_group(required=True)
-    starts.add_argument("max_starts", nargs="?", type=positive, help="how many starts at most")
-    starts.add_argument("--off", action="store_true", help="lift the topic's rate")
-    rate.add_argument("--per", type=duration, default=60.0, help="the span: 1s, 1m, 1h")
+    for name, helptext, run, most, what in (
+        ("limit", "let at most N tasks of a topic run at once, on every worker", _limit,
+         "max_running", "limit"),
+        ("rate", "let at most N tasks of a topic start within a span", _rate,
+         "max_starts", "rate"),
+    ):  # fmt: skip
+        bound = command(name, helptext, run)
+        bound.set_defaults(reads=False)
+        bound.add_argument("topic", help="the topic")
+        given = bound.add_mutually_exclusive_group(required=True)
+        given.add_argument(most, nargs="?", type=positive, help="how many at most")
+        given.add_argument("--off", action="store_true", help=f"lift the topic's {what}")
+        if name == "rate":
+            bound.add_argument("--per", type=duration, default=60.0, help="the span: 1s, 1m, 1h")
     _add_migrate(subcommands, url_too)
 
 
@@ -209,40 +221,42 @@ def _rate(admin: TaskAdmin, args: argparse.Namespace) -> int:
     return 0
 
 
-def _rates(admin: TaskAdmin, args: argparse.Namespace) -> int:
-    rates = admin.rate_limits()
+def _listed(
+    args: argparse.Namespace,
+    items: Sequence[T],
+    as_json: Callable[[T], JsonObject],
+    none: str,
+    line: Callable[[T], str],
+) -> int:
+    """A listing of the topics' settings: JSON, ``none`` if empty, or a line each."""
     if args.json:
-        print_json([rate_json(rate) for rate in rates])
-        return 0
-    if not rates:
-        console.print("no topic has a rate")
-    for rate in rates:
-        console.print(f"{escape(rate.topic)}  at most {rate.max_starts} per {rate.per_seconds:g} s")
+        print_json([as_json(item) for item in items])
+    elif not items:
+        console.print(none)
+    for item in () if args.json else items:
+        console.print(line(item))
     return 0
+
+
+def _rates(admin: TaskAdmin, args: argparse.Namespace) -> int:
+    def line(rate: TopicRate) -> str:
+        return f"{escape(rate.topic)}  at most {rate.max_starts} per {rate.per_seconds:g} s"
+
+    return _listed(args, admin.rate_limits(), rate_json, "no topic has a rate", line)
 
 
 def _limits(admin: TaskAdmin, args: argparse.Namespace) -> int:
-    limits = admin.limits()
-    if args.json:
-        print_json([limit_json(limit) for limit in limits])
-        return 0
-    if not limits:
-        console.print("no topic has a limit")
-    for limit in limits:
-        console.print(f"{escape(limit.topic)}  at most {limit.max_running} running")
-    return 0
+    def line(limit: TopicLimit) -> str:
+        return f"{escape(limit.topic)}  at most {limit.max_running} running"
+
+    return _listed(args, admin.limits(), limit_json, "no topic has a limit", line)
 
 
 def _paused(admin: TaskAdmin, args: argparse.Namespace) -> int:
-    paused = admin.paused()
-    if args.json:
-        print_json([paused_json(topic) for topic in paused])
-        return 0
-    if not paused:
-        console.print("no topic is paused")
-    for topic in paused:
-        console.print(f"{escape(topic.topic)}  paused since {topic.paused_at:%Y-%m-%d %H:%M:%S}")
-    return 0
+    def line(paused: PausedTopic) -> str:
+        return f"{escape(paused.topic)}  paused since {paused.paused_at:%Y-%m-%d %H:%M:%S}"
+
+    return _listed(args, admin.paused(), paused_json, "no topic is paused", line)
 
 
 def _migrate(args: argparse.Namespace) -> int:
