@@ -20,19 +20,22 @@ from tests.integration.workers import WorkerProcess, enqueue, wait_for
 
 pytestmark = pytest.mark.slow
 
-TASKS = 300
-NAP = 0.05
-"""Each task's run: 12 threads start about 240 a second, so the drain lasts
-over a second and the pause comes in its midst."""
+TASKS = 120
+"""Far more than the 12 slots and what the workers reserve ahead: most are
+pending when the pause comes."""
 
 
 def test_a_pause_stops_new_starts_and_a_resume_restarts_them(
-    store: Store, three_by_four: list[WorkerProcess]
+    store: Store, three_by_four: list[WorkerProcess], tmp_path: Path
 ) -> None:
-    ids = {enqueue(store, naps, NAP).id for _ in range(TASKS)}
-    wait_for(lambda: store.task_count(TaskFilter(topic="basic", status=Status.DONE)) >= 30,
+    gate = tmp_path / "gate"
+    ids = {enqueue(store, blocks, str(gate)).id for _ in range(TASKS)}
+    # Every slot busy, held at the gate: the pause comes in the drain's midst
+    # however slow this machine is.
+    wait_for(lambda: store.task_count(TaskFilter(topic="basic", status=Status.RUNNING)) >= 12,
              "the drain under way")  # fmt: skip
     paused = store.topic_pause("basic")
+    gate.touch()
     # The running ones end; none starts after the pause (and the poll under way).
     wait_for(lambda: store.task_count(TaskFilter(topic="basic", status=Status.RUNNING)) == 0,
              "the running tasks' ends")  # fmt: skip

@@ -147,3 +147,13 @@ def test_every_postgres_query_names_tenures_tables_with_their_schema() -> None:
     }
     assert {name: tables for name, tables in found.items() if tables} == {}
     assert '"jobs".tasks' in queries("jobs")["get_task"]
+
+
+def test_the_default_schemas_queries_are_one_mapping_however_named() -> None:
+    """A store of the default schema asks for ``queries("tenure")``; what a
+    process changes in ``queries()`` (a test's longer lock wait) must be what
+    its stores run."""
+    from tenure.store.postgres.schema import DEFAULT_SCHEMA, queries
+
+    assert queries() is queries(DEFAULT_SCHEMA)
+    assert queries("jobs") is queries("jobs") and queries("jobs") is not queries()

@@ -43,12 +43,17 @@ PACKAGE = "tenure.store.postgres"
 log = logging.getLogger("tenure.store")
 
 
-@functools.cache
 def queries(schema: str = DEFAULT_SCHEMA) -> Mapping[str, str]:
     """The store's named queries for tenure's objects in ``schema`` (a name
     :func:`~tenure.store.postgres.params.check_schema` accepts): ``{schema}``
-    becomes the quoted identifier, ``{schema_name}`` the string literal."""
-    check_schema(schema)
+    becomes the quoted identifier, ``{schema_name}`` the string literal. One
+    mapping per schema, however it is named (``queries()`` is
+    ``queries("tenure")``)."""
+    return _queries(check_schema(schema))
+
+
+@functools.cache
+def _queries(schema: str) -> Mapping[str, str]:
     return load_queries(PACKAGE, splices={"schema": f'"{schema}"', "schema_name": f"'{schema}'"})
 
 
