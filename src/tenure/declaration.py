@@ -52,6 +52,10 @@ class TaskConfig:
     ordered_by: Callable[..., Any] | None = None
     """A function of its arguments giving a key: the tasks of one key run one
     at a time, in enqueue order, a retry keeping its place (``None``: no key)."""
+    fair_key: Callable[..., Any] | None = None
+    """A function of its arguments giving a key (a tenant): reservations take
+    the tasks of a priority in turns between keys, so that one key's backlog
+    delays another's task by a turn each, not by the whole backlog."""
 
     def __post_init__(self) -> None:
         if isinstance(self.retries, bool) or not isinstance(self.retries, int) or self.retries < 0:
@@ -69,8 +73,9 @@ class TaskConfig:
             raise InvalidInput("retry_on", "must be a tuple of exception classes")
         if self.concurrency is not None and not isinstance(self.concurrency, Limit):
             raise InvalidInput("concurrency", "must be a tenure.Limit")
-        if self.ordered_by is not None and not callable(self.ordered_by):
-            raise InvalidInput("ordered_by", "must be a function of the task's arguments")
+        for keyed in ("ordered_by", "fair_key"):
+            if getattr(self, keyed) is not None and not callable(getattr(self, keyed)):
+                raise InvalidInput(keyed, "must be a function of the task's arguments")
 
     def retries_on(self, error: type[BaseException]) -> bool:
         """Whether an attempt that raised ``error`` may be tried again."""
@@ -97,6 +102,7 @@ class Declaration(TypedDict, total=False):
     retry_on: tuple[type[BaseException], ...] | type[BaseException] | None
     concurrency: Limit | None
     ordered_by: Callable[..., Any] | None
+    fair_key: Callable[..., Any] | None
 
 
 def declare(function: Callable[..., Any], declared: Declaration) -> TaskConfig:

@@ -341,7 +341,7 @@ class TaskFunction(Generic[P, R]):
         )
 
     def _keys(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
-        """The task's limit and order keys, as its declaration computes them (a
+        """The task's limit, order and fair keys, as its declaration computes them (a
         workflow's task, given what comes before it, from ``None`` in its place:
         a key cannot depend on what is not known at enqueue)."""
         config, keys = self.config, dict[str, Any]()
@@ -352,6 +352,9 @@ class TaskFunction(Generic[P, R]):
                 keys.update(limit_key=key, limit_max=limit.max_running)
         if config.ordered_by is not None:
             keys["order_key"] = key_of(self.name, config.ordered_by, self._signature, args, kwargs)
+        if config.fair_key is not None:
+            # One tenant's tasks share turns whichever function they run.
+            keys["fair_key"] = key_of("fair", config.fair_key, self._signature, args, kwargs)
         return keys
 
     def _bind(self, args: Sequence[Any], kwargs: Mapping[str, Any], where: str) -> None:

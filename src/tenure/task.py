@@ -248,6 +248,9 @@ class Task:
     order_key: str | None = None
     """The key whose tasks run one at a time in enqueue order
     (``@app.task(ordered_by=...)``)."""
+    fair_key: str | None = None
+    """The key (a tenant) reservations take turns between, within a priority
+    (``@app.task(fair_key=...)``)."""
 
     @property
     def finished(self) -> bool:

@@ -63,3 +63,9 @@ async def afree(key: str, n: int, seconds: float) -> None:
     _note("start", key, n)
     await asyncio.sleep(seconds)
     _note("end", key, n)
+
+
+@app.task(topic="fair", fair_key=lambda key, **_: key)
+def tenant(key: str, n: int, seconds: float) -> None:
+    """Takes turns, within its priority, with the other keys' tasks."""
+    _stint(key, n, seconds)

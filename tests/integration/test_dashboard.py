@@ -449,10 +449,18 @@ def test_a_tasks_progress_shows_on_its_page(app: App, browser: TestClient) -> No
 
 def test_a_task_page_shows_the_keys_it_runs_under(app: App, browser: TestClient) -> None:
     keyed = app.store.task_create(
-        NewTask(topic="keys", name="n", limit_key="acct:<7>", limit_max=2, order_key="ledger:7")
+        NewTask(
+            topic="keys",
+            name="n",
+            limit_key="acct:<7>",
+            limit_max=2,
+            order_key="ledger:7",
+            fair_key="fair:acme",
+        )
     )
     page = browser.get(f"/tasks/{keyed.id}").text
     assert "acct:&lt;7&gt; (at most 2 at once)" in page and "ledger:7" in page
+    assert "fair key" in page and "fair:acme" in page
     plain = browser.get(f"/tasks/{app.store.task_create(NewTask(topic='k', name='n')).id}").text
     assert "limit key" not in plain and "order key" not in plain
 

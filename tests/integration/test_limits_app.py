@@ -45,6 +45,22 @@ def test_keys_are_computed_from_the_arguments_by_name(app: tenure.App) -> None:
     assert stored is not None and stored.limit_key == "charge:a-1"
 
 
+def test_a_fair_key_is_shared_by_every_function_of_a_tenant(app: tenure.App) -> None:
+    """A tenant takes its turns whichever of its functions a task runs."""
+
+    @app.task(name="sync", fair_key=lambda tenant, **_: tenant)
+    def sync(tenant: str, full: bool = False) -> None: ...
+
+    @app.task(name="export", fair_key=lambda tenant: tenant)
+    def export(tenant: str) -> None: ...
+
+    made = [sync.enqueue("acme").task, export.enqueue(tenant="acme").task]
+    assert [t.fair_key for t in made] == ["fair:acme", "fair:acme"]
+    assert sync.enqueue(None).task.fair_key is None
+    stored = app.store.task_get(made[1].id)
+    assert stored is not None and stored.fair_key == "fair:acme"
+
+
 def test_a_declaration_is_checked_when_made(app: tenure.App) -> None:
     for wrong, field in (
         ({"key": 5}, "concurrency.key"),
@@ -55,6 +71,8 @@ def test_a_declaration_is_checked_when_made(app: tenure.App) -> None:
             tenure.Limit(**wrong)  # type: ignore[arg-type]
     with pytest.raises(InvalidInput, match="ordered_by"):
         app.task(ordered_by=5)(lambda: None)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput, match="fair_key"):
+        app.task(fair_key="tenant")(lambda: None)  # type: ignore[arg-type]
     with pytest.raises(InvalidInput, match="concurrency"):
         app.task(concurrency=3)(lambda: None)  # type: ignore[arg-type]
     with pytest.raises(InvalidInput, match="max_running"):

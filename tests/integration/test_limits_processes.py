@@ -4,7 +4,8 @@ task itself (tests/apps/limited.py), and the intervals show a topic's limit
 and a key's most reached and never exceeded while other work runs beside
 them, and an ordered key's tasks one at a time in enqueue order, across a
 SIGKILL of the worker running one of them; the starts' times show a topic's
-rate reached and kept over every sliding window."""
+rate reached and kept over every sliding window, and a lone key's task
+started within a few reservations behind another key's 10,000."""
 
 from __future__ import annotations
 
@@ -19,8 +20,8 @@ import pytest
 
 from tenure import Status, Store
 from tenure.store import TaskFilter
-from tests.apps.limited import free, keyed, ledger, topical
-from tests.integration.workers import WorkerProcess, enqueue, wait_for
+from tests.apps.limited import free, keyed, ledger, tenant, topical
+from tests.integration.workers import WorkerProcess, enqueue, wait_for, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -172,3 +173,33 @@ def test_a_topic_rate_holds_over_every_sliding_window(store: Store, noted: Path)
     assert min(spans) >= 1.0, min(spans)
     tens = [later - first for first, later in zip(starts, starts[9:], strict=False)]
     assert min(tens) < 1.0  # the rate was reached, not merely kept under
+
+
+def test_a_lone_keys_task_starts_within_a_few_reservations_behind_a_backlog(
+    store: Store, store_url: str, workers: list[WorkerProcess], tmp_path: Path
+) -> None:
+    """10,000 tasks of one key are draining when another key's task comes:
+    taken by priority and age alone it would start after them all; taking
+    turns, it starts once the tasks the workers held (each at most 4 running
+    and 4 ahead) and their reservations under way (as many again) have
+    started, and one of the backlog's in its round: at most 3 x 16 + 3."""
+    path = tmp_path / "stints"
+    path.touch()
+    store.task_create_many(
+        [tenant.prepared(tenant.new_task(("big", n, 0.02), {})) for n in range(10_000)]
+    )
+    for _ in range(3):
+        options = ("--concurrency", "4", "--prefetch", "4", "--lease", "3")
+        workers.append(
+            WorkerProcess(store_url, *options, app=APP, env={"TENURE_STINTS": str(path)})
+        )
+    wait_for(lambda: store.task_count(TaskFilter(topic="fair", status=Status.DONE)) >= 300,
+             "the backlog draining")  # fmt: skip
+    enqueued = time.time()
+    lone = enqueue(store, tenant, "lone", 0, 0.02)
+    wait_until(store, lone.id, lambda t: t.status is Status.DONE)
+    runs = stints(path)
+    [alone] = [s for s in runs if s.key == "lone"]
+    ahead = [s for s in runs if s.key == "big" and enqueued < s.start < alone.start]
+    assert len(ahead) <= 3 * 16 + 3, len(ahead)
+    assert store.task_count(TaskFilter(topic="fair", status=Status.PENDING)) > 5_000

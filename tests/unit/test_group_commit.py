@@ -46,6 +46,7 @@ TEMPLATE = PreparedTask(
     limit_key=None,
     limit_max=None,
     order_key=None,
+    fair_key=None,
 )
 
 

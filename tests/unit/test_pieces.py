@@ -46,7 +46,7 @@ def test_every_sqlite_query_loads_with_a_name() -> None:
     queries = load_queries("tenure.store.sqlite")
     assert {"insert_task", "reserve_any", "reserve_topics", "revoke_task"} <= set(queries)
     assert all(sql and not sql.startswith("--") for sql in queries.values())
-    assert [m[0] for m in migrations("tenure.store.sqlite")] == list(range(1, 14))
+    assert [m[0] for m in migrations("tenure.store.sqlite")] == list(range(1, 15))
     # SQLite's seventh gives event ids without AUTOINCREMENT's sequence page.
     # PostgreSQL has more: its event triggers run once per statement, its
     # events record their transaction for the commit-safe cursor (SQLite's
@@ -57,7 +57,7 @@ def test_every_sqlite_query_loads_with_a_name() -> None:
     # events are keyed by that cursor's order; and its ids are indexed in byte
     # order too (SQLite's id index is, already); and its tallies have keys; and
     # its trigger functions carry the schema tenure moved into.
-    assert [m[0] for m in migrations("tenure.store.postgres")] == list(range(1, 22))
+    assert [m[0] for m in migrations("tenure.store.postgres")] == list(range(1, 23))
 
 
 def test_url_resolution(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -72,8 +72,8 @@ def test_the_sqlite_insert_binds_each_value_to_its_own_column() -> None:
     statement = " ".join(Q["insert_task"].split())
     columns_part, values_part = statement.split(") VALUES (")
     columns = [c.strip() for c in columns_part.split("(", 1)[1].split(",")]
-    values = [v.strip() for v in values_part.rstrip("); ").split(",")]
-    assert len(columns) == len(values)
+    values = [v.strip() for v in values_part.rstrip("); ").split(",")][: len(columns)]
+    assert columns[-1] == "fair_turn" and values[-1].startswith("-- A fair key's task")
     bound = {
         column: sqlite_rows.INSERT_COLUMNS[int(value[1:]) - 1]
         for column, value in zip(columns, values, strict=True)
@@ -102,6 +102,7 @@ def test_the_sqlite_insert_binds_each_value_to_its_own_column() -> None:
         limit_key="account\t7",
         limit_max=2,
         order_key="ledger:7",
+        fair_key="fair:acme",
     )
     values = dict(
         zip(
@@ -137,5 +138,6 @@ def test_the_sqlite_insert_binds_each_value_to_its_own_column() -> None:
         "limit_key": "account\t7",
         "limit_max": 2,
         "order_key": "ledger:7",
+        "fair_key": "fair:acme",
     }
     assert list(values)[sqlite_rows.RUN_AT] == "run_at"

@@ -67,6 +67,8 @@ class NewTask:
     limit_max: int | None = None
     order_key: str | None = None
     """The key whose tasks run one at a time, in enqueue order."""
+    fair_key: str | None = None
+    """The key (a tenant) reservations take turns between, within a priority."""
 
 
 @quick_init
@@ -94,6 +96,7 @@ class PreparedTask:
     limit_key: str | None
     limit_max: int | None
     order_key: str | None
+    fair_key: str | None
 
     @property
     def meta_json(self) -> str | None:
@@ -129,6 +132,7 @@ class PreparedTask:
             limit_key=self.limit_key,
             limit_max=self.limit_max,
             order_key=self.order_key,
+            fair_key=self.fair_key,
         )
 
 

@@ -191,7 +191,7 @@ def prepare(
     if task.run_at is not None and task.delay is not None:
         raise InvalidInput("delay", "give run_at or delay, not both")
     timeout = None if task.timeout is None else seconds(task.timeout, "timeout")
-    limit_key, limit_max, order_key = limit_keys(task)
+    limit_key, limit_max, order_key, fair_key = limit_keys(task)
     return PreparedTask(
         id=new_id() if task.id is None else task_id(task.id),
         topic=text(task.topic, "topic"),
@@ -214,18 +214,20 @@ def prepare(
         limit_key=limit_key,
         limit_max=limit_max,
         order_key=order_key,
+        fair_key=fair_key,
     )
 
 
-def limit_keys(task: NewTask) -> tuple[str | None, int | None, str | None]:
-    """A task's limit key with its most, and its order key, checked: a limit
-    key comes with its most, and a most with its key."""
+def limit_keys(task: NewTask) -> tuple[str | None, int | None, str | None, str | None]:
+    """A task's limit key with its most, its order key and its fair key,
+    checked: a limit key comes with its most, and a most with its key."""
     key = optional_text(task.limit_key, "limit_key", max_length=MAX_KEY_LENGTH)
     if (key is None) != (task.limit_max is None):
         raise InvalidInput("limit_max", "give a limit key and its most together, or neither")
     most = None if task.limit_max is None else integer(task.limit_max, "limit_max", minimum=1)
     order = optional_text(task.order_key, "order_key", max_length=MAX_KEY_LENGTH)
-    return key, most, order
+    fair = optional_text(task.fair_key, "fair_key", max_length=MAX_KEY_LENGTH)
+    return key, most, order, fair
 
 
 def task_id(value: object, field: str = "id") -> str:

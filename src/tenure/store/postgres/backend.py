@@ -288,8 +288,8 @@ class PostgresStore(
         elif params.topics is not None:
             query, values["topics"] = "reserve_topics", sorted(set(params.topics))
         with self._connection() as conn:
-            found = self._sql.fetch_made(conn, query, values, rows.seq_and_task)
-        found.sort(key=lambda taken: (-taken[1].priority, taken[0]))
+            found = self._sql.fetch_made(conn, query, values, rows.place_and_task)
+        found.sort(key=lambda taken: taken[0])
         # A task whose unique lock was held at start was settled by its rule in
         # the same statement (the tasks_unique trigger): it is not handed out.
         return [task for _, task in found if task.status is Status.RUNNING]

@@ -52,10 +52,12 @@ _ESCAPES = str.maketrans(
 
 def copyable(tasks: Sequence[PreparedTask]) -> bool:
     """Whether ``tasks`` can be written by ``COPY``: a large batch none of
-    whose run times the server must compute."""
+    whose run times or fair turns the server must compute."""
     if len(tasks) < COPY_MIN_TASKS:
         return False
-    return all(task.run_at is not None or task.delay <= 0 for task in tasks)
+    return all(
+        (task.run_at is not None or task.delay <= 0) and task.fair_key is None for task in tasks
+    )
 
 
 def copy_insert(

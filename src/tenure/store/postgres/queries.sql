@@ -27,7 +27,7 @@ t.description, t.priority, t.attempts, t.max_attempts, t.tags, t.assignee, t.tim
 t.run_at, t.created_at, t.updated_at, t.started_at, t.finished_at, t.duration,
 t.lease_owner, t.lease_expires_at, t.lease_token, t.lease_seconds, t.record_ver, t.unique_key,
 t.progress, t.progress_note, t.gate_in, t.gate_out, t.upstream, t.errors, t.meta, t.expires_at,
-t.limit_key, t.limit_max, t.order_key
+t.limit_key, t.limit_max, t.order_key, t.fair_key
 
 -- What a batch holder write answers with (TaskState): no payloads sent back.
 -- fragment: task_state
@@ -41,11 +41,25 @@ max_attempts, tags, timeout, run_at, created_at, updated_at,
 unique_key, unique_lock, unique_on_conflict, unique_ttl, unique_retry_in, meta, expires_at,
 limit_key, limit_max, order_key
 
+-- The turn of a new task n of a fair key (0022_fairness.sql): the later of
+-- the one after its key's latest and the round under way (the first turn
+-- pending at its priority); 0 in an empty topic. Two probes of the indexes of
+-- the pending tasks that have a key.
+-- fragment: fair_turn
+GREATEST(
+    (SELECT min(h.fair_turn) FROM {schema}.tasks AS h
+     WHERE h.status = 'pending' AND h.fair_key IS NOT NULL
+       AND h.topic = n.topic AND h.priority = n.priority),
+    (SELECT max(k.fair_turn) + 1 FROM {schema}.tasks AS k
+     WHERE k.status = 'pending' AND k.fair_key IS NOT NULL
+       AND k.topic = n.topic AND k.fair_key = n.fair_key),
+    0)
+
 -- One statement creates the whole batch. (The name is SQLite's, whose
 -- insert_task runs once per task.) A flow's tasks (Store.flow_create) also
 -- give their status and gates; the others leave them out, and are pending.
 -- name: insert_task
-INSERT INTO {schema}.tasks AS t ({new_task_columns}, gate_in, gate_out)
+INSERT INTO {schema}.tasks AS t ({new_task_columns}, gate_in, gate_out, fair_key, fair_turn)
 SELECT n.id, n.topic, n.sub_topic, n.name, COALESCE(n.status, 'pending'), n.data::json,
        n.group_id, n.description, n.priority, n.max_attempts, n.tags, n.timeout,
        -- A task with neither run_at nor a delay keeps run_at NULL: runnable at once.
@@ -58,19 +72,23 @@ SELECT n.id, n.topic, n.sub_topic, n.name, COALESCE(n.status, 'pending'), n.data
        -- A deadline in seconds is kept as the moment it falls on, by the same clock.
        CASE WHEN n.expires IS NOT NULL THEN COALESCE(%(now)s::timestamptz, now())
                                             + make_interval(secs => n.expires) END,
-       n.limit_key, n.limit_max, n.order_key, n.gate_in, n.gate_out
+       n.limit_key, n.limit_max, n.order_key, n.gate_in, n.gate_out, n.fair_key,
+       -- A fair key's tasks take the turns from its next, in the batch's order.
+       CASE WHEN n.fair_key IS NULL THEN 0
+            ELSE {fair_turn}
+                 + row_number() OVER (PARTITION BY n.topic, n.fair_key ORDER BY n.ord) - 1 END
 FROM ROWS FROM (json_to_recordset(%(tasks)s::json) AS (
     id text, topic text, sub_topic text, name text, data text, group_id text,
     description text, priority bigint, max_attempts bigint, tags text[], timeout float8,
     run_at timestamptz, delay float8, unique_key text, unique_lock text,
     unique_on_conflict text, unique_ttl float8, unique_retry_in float8,
     status text, gate_in text, gate_out text, meta text, expires float8,
-    limit_key text, limit_max bigint, order_key text
+    limit_key text, limit_max bigint, order_key text, fair_key text
 )) WITH ORDINALITY AS n(
     id, topic, sub_topic, name, data, group_id, description, priority, max_attempts, tags,
     timeout, run_at, delay, unique_key, unique_lock, unique_on_conflict, unique_ttl,
     unique_retry_in, status, gate_in, gate_out, meta, expires, limit_key, limit_max,
-    order_key, ord
+    order_key, fair_key, ord
 )
 -- seq follows the caller's order. The rest of each task is what was sent.
 ORDER BY n.ord
@@ -90,7 +108,7 @@ FROM {schema}.gates WHERE id = %(id)s::text;
 -- One task: the same row as insert_task makes of it, its values bound one by
 -- one, which spares the server the JSON array (about 5% of the statement).
 -- name: insert_one
-INSERT INTO {schema}.tasks AS t ({new_task_columns})
+INSERT INTO {schema}.tasks AS t ({new_task_columns}, fair_key, fair_turn)
 VALUES (
     %(id)s::text, %(topic)s::text, %(sub_topic)s::text, %(name)s::text, 'pending',
     %(data)s::json, %(group_id)s::text, %(description)s::text, %(priority)s::bigint,
@@ -103,11 +121,16 @@ VALUES (
     %(unique_ttl)s::float8, %(unique_retry_in)s::float8, %(meta)s::jsonb,
     CASE WHEN %(expires)s::float8 IS NOT NULL THEN COALESCE(%(now)s::timestamptz, now())
          + make_interval(secs => %(expires)s::float8) END,
-    %(limit_key)s::text, %(limit_max)s::bigint, %(order_key)s::text
+    %(limit_key)s::text, %(limit_max)s::bigint, %(order_key)s::text, %(fair_key)s::text,
+    CASE WHEN %(fair_key)s::text IS NULL THEN 0 ELSE (
+        SELECT {fair_turn}
+        FROM (SELECT %(topic)s::text AS topic, %(priority)s::bigint AS priority,
+                     %(fair_key)s::text AS fair_key) AS n) END
 )
 RETURNING t.id, t.created_at, t.run_at;
 
--- A large batch without server-computed run times, streamed (see copying.py):
+-- A large batch without server-computed run times or turns, streamed (see
+-- copying.py):
 -- every column given, so nothing is computed per row. The statement triggers
 -- see the rows as they see an INSERT's.
 -- name: copy_tasks
@@ -291,9 +314,9 @@ rooms AS MATERIALIZED (
 picked AS MATERIALIZED (
     SELECT c.seq FROM (
         SELECT c.seq, c.topic, c.limit_key, c.order_key,
-               row_number() OVER (PARTITION BY c.topic ORDER BY c.priority DESC, c.seq)
+               row_number() OVER (PARTITION BY c.topic ORDER BY c.priority DESC, c.fair_turn, c.seq)
                    AS nth_in_topic,
-               row_number() OVER (PARTITION BY c.limit_key ORDER BY c.priority DESC, c.seq)
+               row_number() OVER (PARTITION BY c.limit_key ORDER BY c.priority DESC, c.fair_turn, c.seq)
                    AS nth_in_key
         FROM candidates AS c
     ) AS c
@@ -313,7 +336,8 @@ noted AS (
 )
 
 -- Reserve: take the first %(limit)s runnable rows, highest priority first, then
--- oldest, walking the partial index of pending rows. SKIP LOCKED: concurrent
+-- by fair turn (0022_fairness.sql; 0 without a fair key), then oldest, walking
+-- the partial index of pending rows. SKIP LOCKED: concurrent
 -- reservers pass over each other's rows instead of queueing behind them. A
 -- task's tags must all be among the worker's (<@: "is contained by").
 --
@@ -325,7 +349,7 @@ noted AS (
 -- only until the statement commits.
 -- name: reserve_any
 WITH candidates AS MATERIALIZED (
-    SELECT seq, priority, topic, limit_key, limit_max, order_key FROM {schema}.tasks
+    SELECT seq, priority, fair_turn, topic, limit_key, limit_max, order_key FROM {schema}.tasks
     WHERE status = 'pending'
       AND (run_at IS NULL OR run_at <= COALESCE(%(now)s::timestamptz, now()))
       AND tags <@ %(tags)s::text[]
@@ -333,20 +357,20 @@ WITH candidates AS MATERIALIZED (
       AND topic <> ALL (ARRAY({full_topics}))
       AND (expires_at IS NULL OR expires_at > COALESCE(%(now)s::timestamptz, now()))
       {within_limits}
-    ORDER BY priority DESC, seq
+    ORDER BY priority DESC, fair_turn, seq
     LIMIT %(limit)s::bigint
     FOR UPDATE SKIP LOCKED
 ),
 {pick_within_limits}
 UPDATE {schema}.tasks AS t
 {lease_picked}
-RETURNING {task_columns};
+RETURNING {task_columns}, t.fair_turn;
 
 -- One topic: its partial index yields pending rows in the order taken, so the
 -- scan stops after :limit rows.
 -- name: reserve_topic
 WITH candidates AS MATERIALIZED (
-    SELECT seq, priority, topic, limit_key, limit_max, order_key FROM {schema}.tasks
+    SELECT seq, priority, fair_turn, topic, limit_key, limit_max, order_key FROM {schema}.tasks
     WHERE status = 'pending'
       AND (run_at IS NULL OR run_at <= COALESCE(%(now)s::timestamptz, now()))
       AND topic = %(topic)s::text
@@ -355,14 +379,14 @@ WITH candidates AS MATERIALIZED (
       AND %(topic)s::text <> ALL (ARRAY({full_topics}))
       AND (expires_at IS NULL OR expires_at > COALESCE(%(now)s::timestamptz, now()))
       {within_limits}
-    ORDER BY priority DESC, seq
+    ORDER BY priority DESC, fair_turn, seq
     LIMIT %(limit)s::bigint
     FOR UPDATE SKIP LOCKED
 ),
 {pick_within_limits}
 UPDATE {schema}.tasks AS t
 {lease_picked}
-RETURNING {task_columns};
+RETURNING {task_columns}, t.fair_turn;
 
 -- Several topics: the first :limit rows of each topic's index, merged. (One
 -- scan with topic = ANY(...) would read and sort every pending row of them.)
@@ -370,7 +394,7 @@ RETURNING {task_columns};
 -- statement commits.
 -- name: reserve_topics
 WITH candidates AS MATERIALIZED (
-    SELECT offered.seq, offered.priority, offered.topic, offered.limit_key,
+    SELECT offered.seq, offered.priority, offered.fair_turn, offered.topic, offered.limit_key,
            offered.limit_max, offered.order_key
     FROM (
         SELECT w.topic FROM unnest(%(topics)s::text[]) AS w(topic)
@@ -378,24 +402,24 @@ WITH candidates AS MATERIALIZED (
           AND w.topic <> ALL (ARRAY({full_topics}))
     ) AS wanted
     CROSS JOIN LATERAL (
-        SELECT seq, priority, topic, limit_key, limit_max, order_key FROM {schema}.tasks
+        SELECT seq, priority, fair_turn, topic, limit_key, limit_max, order_key FROM {schema}.tasks
         WHERE status = 'pending'
           AND (run_at IS NULL OR run_at <= COALESCE(%(now)s::timestamptz, now()))
           AND topic = wanted.topic
           AND tags <@ %(tags)s::text[]
           AND (expires_at IS NULL OR expires_at > COALESCE(%(now)s::timestamptz, now()))
           {within_limits}
-        ORDER BY priority DESC, seq
+        ORDER BY priority DESC, fair_turn, seq
         LIMIT %(limit)s::bigint
         FOR UPDATE SKIP LOCKED
     ) AS offered
-    ORDER BY offered.priority DESC, offered.seq
+    ORDER BY offered.priority DESC, offered.fair_turn, offered.seq
     LIMIT %(limit)s::bigint
 ),
 {pick_within_limits}
 UPDATE {schema}.tasks AS t
 {lease_picked}
-RETURNING {task_columns};
+RETURNING {task_columns}, t.fair_turn;
 
 -- Paused topics (0020_flow_control.sql): the reserve statements above take
 -- no task of one. Pausing a paused topic keeps its first time.

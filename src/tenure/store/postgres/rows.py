@@ -126,6 +126,7 @@ def _insert_row(task: PreparedTask) -> dict[str, Any]:
         "limit_key": task.limit_key,
         "limit_max": task.limit_max,
         "order_key": task.order_key,
+        "fair_key": task.fair_key,
     }
 
 
@@ -191,17 +192,20 @@ def task(row: Row) -> Task:
     return _task_of(list(_in_task_order(row)))
 
 
-def seq_and_task(cursor: Cursor[Any]) -> RowMaker[tuple[int, Task]]:
-    """A psycopg row factory for a query returning ``task_columns``: each row
-    as its ``seq`` and its task, taken from the row's values by position. A
-    worker reads hundreds of tasks per reservation: a dict per row, as the
-    store's other reads make, would be built only to be taken apart."""
+def place_and_task(cursor: Cursor[Any]) -> RowMaker[tuple[tuple[int, int, int], Task]]:
+    """A psycopg row factory for a reservation returning ``task_columns`` and
+    ``fair_turn``: each row as its place in the order tasks are taken
+    (priority, highest first, then turn, then age) and its task, taken from the
+    row's values by position. A worker reads hundreds of tasks per
+    reservation: a dict per row, as the store's other reads make, would be
+    built only to be taken apart."""
     names = [column.name for column in cursor.description or ()]
     in_task_order = itemgetter(*(names.index(name) for name in TASK_FIELDS))
-    at_seq = names.index("seq")
+    at_priority, at_turn, at_seq = map(names.index, ("priority", "fair_turn", "seq"))
 
-    def make(values: Sequence[Any]) -> tuple[int, Task]:
-        return values[at_seq], _task_of(list(in_task_order(values)))
+    def make(values: Sequence[Any]) -> tuple[tuple[int, int, int], Task]:
+        place = (-values[at_priority], values[at_turn], values[at_seq])
+        return place, _task_of(list(in_task_order(values)))
 
     return make
 

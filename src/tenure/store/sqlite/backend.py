@@ -288,7 +288,7 @@ class SQLiteStore(Watching, SQLiteSchedules, SQLiteFlowControl, SqlReads, Store)
             query, values["topics"] = "reserve_topics", json.dumps(list(params.topics))
         with self._write() as conn:  # rows become tasks before the commit
             found = conn.execute(Q[query], values).fetchall()
-            found.sort(key=lambda row: (-row["priority"], row["seq"]))
+            found.sort(key=lambda row: (-row["priority"], row["fair_turn"], row["seq"]))
             at = values["now"]
             return [rows.task(row) for row in found if unique.lock_at_start(conn, row, at)]
 

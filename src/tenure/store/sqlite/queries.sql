@@ -31,18 +31,30 @@ RELEASE tenure_create;
 -- creation time: sqlite3 binds a value by name with a lookup of the name for
 -- each value of each row, a tenth of a batch's whole write. ?19 is the status:
 -- pending, or waiting for a flow's task behind a gate (Store.flow_create),
--- whose gates are ?20 and ?21.
+-- whose gates are ?20 and ?21. The last value, the fair turn, is computed.
 -- name: insert_task
 INSERT INTO tenure_tasks (
     id, topic, sub_topic, name, status, data, group_id, description, priority,
     max_attempts, tags, timeout, run_at, created_at, updated_at,
     unique_key, unique_lock, unique_on_conflict, unique_ttl, unique_retry_in,
-    gate_in, gate_out, meta, expires_at, limit_key, limit_max, order_key
+    gate_in, gate_out, meta, expires_at, limit_key, limit_max, order_key, fair_key, fair_turn
 ) VALUES (
     ?1, ?2, ?3, ?4, ?19, ?5, ?6, ?7, ?8,
     ?9, ?10, ?11, ?12, ?13, ?13,
     ?14, ?15, ?16, ?17, ?18,
-    ?20, ?21, ?22, ?23, ?24, ?25, ?26
+    ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27,
+    -- A fair key's task (0014_fairness.sql) takes the later of the turn after
+    -- its key's latest pending one and the round under way at its priority
+    -- (the tasks of a batch before it are pending already).
+    CASE WHEN ?27 IS NULL THEN 0 ELSE max(
+        COALESCE((SELECT h.fair_turn FROM tenure_tasks AS h INDEXED BY tenure_tasks_fair_round
+                  WHERE h.status = 'pending' AND h.fair_key IS NOT NULL
+                    AND h.topic = ?2 AND h.priority = ?8
+                  ORDER BY h.fair_turn LIMIT 1), 0),
+        COALESCE((SELECT k.fair_turn + 1 FROM tenure_tasks AS k INDEXED BY tenure_tasks_fair_pending
+                  WHERE k.status = 'pending' AND k.fair_key IS NOT NULL
+                    AND k.topic = ?2 AND k.fair_key = ?27
+                  ORDER BY k.fair_turn DESC LIMIT 1), 0)) END
 );
 
 -- A flow's gates, each with all its members remaining.
@@ -179,11 +191,11 @@ WHERE seq IN (
     WITH topic_rooms AS MATERIALIZED ({topic_rooms})
     SELECT c.seq FROM (
         SELECT seq, topic, limit_key, order_key,
-               row_number() OVER (PARTITION BY topic ORDER BY priority DESC, seq) AS nth_in_topic,
-               row_number() OVER (PARTITION BY limit_key ORDER BY priority DESC, seq) AS nth_in_key,
+               row_number() OVER (PARTITION BY topic ORDER BY priority DESC, fair_turn, seq) AS nth_in_topic,
+               row_number() OVER (PARTITION BY limit_key ORDER BY priority DESC, fair_turn, seq) AS nth_in_key,
                min(limit_max) OVER (PARTITION BY limit_key) AS key_most
         FROM (
-            SELECT seq, priority, topic, limit_key, limit_max, order_key
+            SELECT seq, priority, fair_turn, topic, limit_key, limit_max, order_key
             FROM tenure_tasks INDEXED BY tenure_tasks_pending
             WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
               AND topic NOT IN (SELECT topic FROM tenure_paused_topics)
@@ -193,7 +205,7 @@ WHERE seq IN (
                   SELECT 1 FROM json_each(tenure_tasks.tags) AS t
                   WHERE t.value NOT IN (SELECT value FROM json_each(:tags))))
               {within_limits}
-            ORDER BY priority DESC, seq
+            ORDER BY priority DESC, fair_turn, seq
             LIMIT :limit
         )
     ) AS c
@@ -207,11 +219,11 @@ WHERE seq IN (
     WITH topic_rooms AS MATERIALIZED ({topic_rooms})
     SELECT c.seq FROM (
         SELECT seq, topic, limit_key, order_key,
-               row_number() OVER (PARTITION BY topic ORDER BY priority DESC, seq) AS nth_in_topic,
-               row_number() OVER (PARTITION BY limit_key ORDER BY priority DESC, seq) AS nth_in_key,
+               row_number() OVER (PARTITION BY topic ORDER BY priority DESC, fair_turn, seq) AS nth_in_topic,
+               row_number() OVER (PARTITION BY limit_key ORDER BY priority DESC, fair_turn, seq) AS nth_in_key,
                min(limit_max) OVER (PARTITION BY limit_key) AS key_most
         FROM (
-            SELECT seq, priority, topic, limit_key, limit_max, order_key
+            SELECT seq, priority, fair_turn, topic, limit_key, limit_max, order_key
             FROM tenure_tasks INDEXED BY tenure_tasks_pending_by_topic
             WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
               AND topic = :topic
@@ -222,7 +234,7 @@ WHERE seq IN (
                   SELECT 1 FROM json_each(tenure_tasks.tags) AS t
                   WHERE t.value NOT IN (SELECT value FROM json_each(:tags))))
               {within_limits}
-            ORDER BY priority DESC, seq
+            ORDER BY priority DESC, fair_turn, seq
             LIMIT :limit
         )
     ) AS c
@@ -236,11 +248,11 @@ WHERE seq IN (
     WITH topic_rooms AS MATERIALIZED ({topic_rooms})
     SELECT c.seq FROM (
         SELECT seq, topic, limit_key, order_key,
-               row_number() OVER (PARTITION BY topic ORDER BY priority DESC, seq) AS nth_in_topic,
-               row_number() OVER (PARTITION BY limit_key ORDER BY priority DESC, seq) AS nth_in_key,
+               row_number() OVER (PARTITION BY topic ORDER BY priority DESC, fair_turn, seq) AS nth_in_topic,
+               row_number() OVER (PARTITION BY limit_key ORDER BY priority DESC, fair_turn, seq) AS nth_in_key,
                min(limit_max) OVER (PARTITION BY limit_key) AS key_most
         FROM (
-            SELECT seq, priority, topic, limit_key, limit_max, order_key
+            SELECT seq, priority, fair_turn, topic, limit_key, limit_max, order_key
             FROM tenure_tasks INDEXED BY tenure_tasks_pending
             WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
               AND topic IN (SELECT value FROM json_each(:topics)
@@ -251,7 +263,7 @@ WHERE seq IN (
                   SELECT 1 FROM json_each(tenure_tasks.tags) AS t
                   WHERE t.value NOT IN (SELECT value FROM json_each(:tags))))
               {within_limits}
-            ORDER BY priority DESC, seq
+            ORDER BY priority DESC, fair_turn, seq
             LIMIT :limit
         )
     ) AS c

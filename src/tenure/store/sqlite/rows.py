@@ -117,8 +117,9 @@ INSERT_COLUMNS = (
     "limit_key",
     "limit_max",
     "order_key",
+    "fair_key",
 )
-"""The values of ``insert_task``, in the order of its placeholders ?1 … ?26."""
+"""The values of ``insert_task``, in the order of its placeholders ?1 … ?27."""
 RUN_AT = INSERT_COLUMNS.index("run_at")
 
 
@@ -148,6 +149,7 @@ def insert_row(
         task.limit_key,
         task.limit_max,
         task.order_key,
+        task.fair_key,
     )
 
 
