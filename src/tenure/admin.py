@@ -8,7 +8,15 @@ from collections.abc import Collection, Iterator
 from datetime import datetime
 
 from tenure.errors import AmbiguousId, InvalidTransition, TaskNotFound
-from tenure.store import PausedTopic, Store, TaskFilter, TopicLimit, TopicRate, UniqueLock
+from tenure.store import (
+    PausedTopic,
+    Store,
+    TaskFilter,
+    TopicAgeing,
+    TopicLimit,
+    TopicRate,
+    UniqueLock,
+)
 from tenure.store.operating import DEFAULT_WINDOW
 from tenure.store.types import Event, GroupProgress, MinuteRate, Page, QueueStats, WorkerInfo
 from tenure.store.validate import status as parse_status
@@ -201,6 +209,16 @@ class TaskAdmin:
     def rate_limits(self) -> builtins.list[TopicRate]:
         """The topics' rates, by topic."""
         return self.store.topic_rates()
+
+    def ageing(self, topic: str, every: float | None, most: int = 10) -> TopicAgeing | None:
+        """Take ``topic``'s pending tasks as if their priority rose by one for
+        every ``every`` seconds waited, at most ``most`` (``None``: priority
+        alone), from the next reservation."""
+        return self.store.topic_ageing(topic, every, most=most)
+
+    def ageings(self) -> builtins.list[TopicAgeing]:
+        """The topics' ageing, by topic."""
+        return self.store.topic_ageings()
 
     def limits(self) -> builtins.list[TopicLimit]:
         """The topics' limits, by topic."""

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, Unpack, overload
 
 from tenure import workflows
 from tenure.admin import TaskAdmin
-from tenure.checks import integer, text
+from tenure.checks import INT32, integer, text
 from tenure.checks import seconds as check_seconds
 from tenure.declaration import Declaration, declare
 from tenure.errors import ConfigError
@@ -75,6 +75,8 @@ class App:
         """The topics' limits declared in code (:meth:`limit`)."""
         self.rates: dict[str, tuple[int, float]] = {}
         """The topics' rates declared in code (:meth:`rate`): most starts, per seconds."""
+        self.ageings: dict[str, tuple[float, int]] = {}
+        """The topics' ageing declared in code (:meth:`ageing`): seconds a step, most steps."""
         self.enqueue_connection: Callable[[], Any] | None = None
         """Gives the connection of the caller's open transaction that an enqueue
         without ``options(connection=...)`` writes on, or ``None`` for the
@@ -272,6 +274,15 @@ class App:
         most = integer(max_starts, "max_starts", minimum=1)
         self.rates[text(topic, "topic")] = (most, check_seconds(per, "per"))
 
+    def ageing(self, topic: str, *, every: float = 60.0, most: int = 10) -> None:
+        """Take ``topic``'s pending tasks as if their priority rose by one for
+        every ``every`` seconds they have waited, at most ``most``: low-priority
+        and retried tasks (each retry lowers a priority) still start under a
+        steady flow of higher priorities. Stored as :meth:`limit`'s are;
+        ``tenure ageing`` changes it at run time."""
+        raised = integer(most, "most", minimum=1, bounds=INT32)
+        self.ageings[text(topic, "topic")] = (check_seconds(every, "every"), raised)
+
     def observe(
         self,
         key: str,
@@ -333,6 +344,7 @@ class App:
             periodics=self.periodics,
             limits=self.limits,
             rates=self.rates,
+            ageing=self.ageings,
             tasks=self.registry.get,
             observations=self.observations,
             **options,

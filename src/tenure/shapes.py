@@ -12,7 +12,7 @@ import dataclasses
 from datetime import datetime
 from typing import Any
 
-from tenure.store.flowcontrol import PausedTopic, TopicLimit, TopicRate
+from tenure.store.flowcontrol import PausedTopic, TopicAgeing, TopicLimit, TopicRate
 from tenure.store.types import Event, QueueStats, Report, UniqueLock, WorkerInfo
 from tenure.task import Task
 
@@ -95,6 +95,12 @@ def rate_json(rate: TopicRate) -> JsonObject:
     """A topic's rate (``tenure rates --json``)."""
     return {"topic": rate.topic, "max_starts": rate.max_starts, "per_seconds": rate.per_seconds,
             "set_at": _plain(rate.set_at)}  # fmt: skip
+
+
+def ageing_json(ageing: TopicAgeing) -> JsonObject:
+    """A topic's priority ageing (``tenure aged --json``)."""
+    return {"topic": ageing.topic, "every_seconds": ageing.every_seconds, "most": ageing.most,
+            "set_at": _plain(ageing.set_at)}  # fmt: skip
 
 
 def worker_json(worker: WorkerInfo) -> JsonObject:

@@ -483,3 +483,16 @@ def test_a_task_page_shows_every_attempts_error_and_what_it_waits_for(
     for attempt in (1, 2, 3):
         assert f"attempt {attempt} said no &lt;b&gt;" in page
     assert "waits for" not in browser.get(f"/tasks/{member.id}").text  # it waits for nothing
+
+
+def test_the_overview_notes_each_topics_limit_rate_and_ageing(
+    app: App, browser: TestClient
+) -> None:
+    """A topic set up before any task of it arrives is listed too."""
+    app.store.topic_limit("mail", 3)
+    app.store.topic_rate("mail", 100, per=60)
+    app.store.topic_ageing("reports", 60, most=5)
+    page = browser.get("/").text
+    assert "at most 3 running" in page and "at most 100 starts per 60 s" in page
+    assert "+1 priority per 60 s waited, at most +5" in page
+    assert ">reports</a>" in page

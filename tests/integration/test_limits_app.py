@@ -79,17 +79,24 @@ def test_a_declaration_is_checked_when_made(app: tenure.App) -> None:
         app.limit("mail", max_running=0)
     with pytest.raises(InvalidInput, match="per"):
         app.rate("mail", max_starts=5, per=0)
+    with pytest.raises(InvalidInput, match="every"):
+        app.ageing("mail", every=-1)
+    with pytest.raises(InvalidInput, match="most"):
+        app.ageing("mail", most=2**31)
 
 
 def test_a_declared_topic_limit_is_stored_by_the_scheduler(app: tenure.App) -> None:
     app.limit("mail", max_running=4)
     app.rate("mail", max_starts=100, per=60)
+    app.ageing("reports", every=30, most=4)
     app.tasks.limit("mail", 9)  # a change at run time holds until the next term
     scheduler = app.scheduler()
     assert scheduler.run_once().leader
     assert [(lim.topic, lim.max_running) for lim in app.tasks.limits()] == [("mail", 4)]
     [rate] = app.tasks.rate_limits()
     assert (rate.topic, rate.max_starts, rate.per_seconds) == ("mail", 100, 60.0)
+    [aged] = app.tasks.ageings()
+    assert (aged.topic, aged.every_seconds, aged.most) == ("reports", 30.0, 4)
     app.tasks.limit("mail", 2)
     scheduler.run_once()
     assert [lim.max_running for lim in app.tasks.limits()] == [2]
@@ -115,8 +122,18 @@ def test_the_command_line_sets_lists_and_lifts_a_limit(
     assert (listed["max_starts"], listed["per_seconds"]) == (100, 60.0)
     assert main(["rate", "mail", "--off", *url]) == 0
     assert "mail starts without a rate" in capsys.readouterr().out
+    assert main(["ageing", "mail", "2m", "--most", "5", *url]) == 0
+    assert "mail  +1 priority every 120 s waited, at most +5" in capsys.readouterr().out
+    assert main(["aged", "--json", *url]) == 0
+    [listed] = json.loads(capsys.readouterr().out)
+    assert (listed["every_seconds"], listed["most"]) == (120.0, 5)
+    assert main(["ageing", "mail", "--off", *url]) == 0
+    assert "mail is taken by priority alone" in capsys.readouterr().out
+    assert main(["aged", *url]) == 0
+    assert "no topic ages" in capsys.readouterr().out
     for wrong in (["limit", "mail", "0"], ["limit", "mail"], ["limit", "mail", "2", "--off"],
-                  ["rate", "mail", "5", "--per", "soon"], ["rate", "mail"]):  # fmt: skip
+                  ["rate", "mail", "5", "--per", "soon"], ["rate", "mail"], ["ageing", "mail"],
+                  ["ageing", "mail", "0s"], ["ageing", "mail", "1m", "--most", "0"]):  # fmt: skip
         assert main([*wrong, *url]) == 2
         err = capsys.readouterr().err
         assert len(err.strip().splitlines()) == 1 and "Traceback" not in err

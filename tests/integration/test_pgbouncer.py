@@ -23,7 +23,7 @@ import threading
 import urllib.request
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from typing import cast
+from typing import Any, cast
 from urllib.parse import quote
 
 import pytest
@@ -240,3 +240,24 @@ def test_a_bad_listen_url_is_refused_in_one_line(pooled_url: str) -> None:
     assert refused.returncode != 0
     assert refused.stderr.strip().count("\n") == 0, refused.stderr
     assert "listen= is empty" in refused.stderr
+
+
+def show_jit(conn: Any) -> str:
+    return str(conn.execute("SHOW jit").fetchone()[0])
+
+
+def test_jit_is_off_for_tenures_statements_and_for_no_one_else(
+    pooled_url: str, postgres_url: str
+) -> None:
+    """A direct session turns JIT compiling off for itself; through a pooler,
+    whose server sessions other clients borrow, only a reservation's own
+    transaction does (see session.sql)."""
+    with open_store(pooled_url) as through, open_store(postgres_url) as straight:
+        pooled, direct = cast(PostgresStore, through), cast(PostgresStore, straight)
+        with direct._connection() as conn:
+            assert show_jit(conn) == "off"
+        with pooled._connection() as conn:
+            assert show_jit(conn) == "on"  # the server's default, left as it was
+            with pooled._without_jit(conn):
+                assert show_jit(conn) == "off"
+            assert show_jit(conn) == "on"

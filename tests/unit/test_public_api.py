@@ -80,6 +80,7 @@ def test_the_store_boundary_types_are_in_tenure_store() -> None:
         "ReserveParams",
         "TaskFilter",
         "TaskState",
+        "TopicAgeing",
         "TopicLimit",
         "TopicRate",
         "UniqueLock",

@@ -18,6 +18,7 @@ from tenure.cli.parsing import HelpFormatter, duration, positive, where
 from tenure.clock import spoken
 from tenure.shapes import (
     JsonObject,
+    ageing_json,
     limit_json,
     lock_json,
     paused_json,
@@ -25,7 +26,7 @@ from tenure.shapes import (
     stats_json,
     worker_json,
 )
-from tenure.store import PausedTopic, TopicLimit, TopicRate
+from tenure.store import PausedTopic, TopicAgeing, TopicLimit, TopicRate
 from tenure.store.migrate import migrate_store, migration_sql
 from tenure.task import Status
 
@@ -57,6 +58,7 @@ def add(
     command("paused", "list the paused topics", _paused)
     command("limits", "list the topics' concurrency limits", _limits)
     command("rates", "list the topics' rates", _rates)
+    command("aged", "list the topics whose tasks' priority rises as they wait", _aged)
     stats = command("stats", "the queue at a glance: counts, waits, throughput, workers", _stats)
     stats.add_argument("--window", type=duration, default=300.0, help="throughput over this")
     for name, helptext, run in (
@@ -80,6 +82,13 @@ def add(
         given.add_argument("--off", action="store_true", help=f"lift the topic's {what}")
         if name == "rate":
             bound.add_argument("--per", type=duration, default=60.0, help="the span: 1s, 1m, 1h")
+    ageing = command("ageing", "raise a topic's waiting tasks' priority by one a span", _ageing)
+    ageing.set_defaults(reads=False)
+    ageing.add_argument("topic", help="the topic")
+    given = ageing.add_mutually_exclusive_group(required=True)
+    given.add_argument("every", nargs="?", type=duration, help="the span a step: 30s, 1m, 1h")
+    given.add_argument("--off", action="store_true", help="order the topic by priority alone")
+    ageing.add_argument("--most", type=positive, default=10, help="steps at most (default 10)")
     _add_migrate(subcommands, url_too)
 
 
@@ -219,6 +228,29 @@ def _rate(admin: TaskAdmin, args: argparse.Namespace) -> int:
             f"{escape(rate.topic)} starts at most {rate.max_starts} per {rate.per_seconds:g} s"
         )
     return 0
+
+
+def _ageing(admin: TaskAdmin, args: argparse.Namespace) -> int:
+    ageing = admin.ageing(args.topic, None if args.off else args.every, args.most)
+    if args.json:
+        off = {"topic": args.topic, "every_seconds": None}
+        print_json(off if ageing is None else ageing_json(ageing))
+    elif ageing is None:
+        console.print(f"{escape(args.topic)} is taken by priority alone")
+    else:
+        console.print(_aged_line(ageing))
+    return 0
+
+
+def _aged_line(ageing: TopicAgeing) -> str:
+    return (
+        f"{escape(ageing.topic)}  +1 priority every {ageing.every_seconds:g} s waited, "
+        f"at most +{ageing.most}"
+    )
+
+
+def _aged(admin: TaskAdmin, args: argparse.Namespace) -> int:
+    return _listed(args, admin.ageings(), ageing_json, "no topic ages", _aged_line)
 
 
 def _listed(

@@ -95,6 +95,7 @@ class Scheduler:
         periodics: list[Periodic] | None = None,
         limits: Mapping[str, int] | None = None,
         rates: Mapping[str, tuple[int, float]] | None = None,
+        ageing: Mapping[str, tuple[float, int]] | None = None,
         tasks: Lookup | None = None,
         observations: list[Observation] | None = None,
         interval: float = 1.0,
@@ -124,6 +125,7 @@ class Scheduler:
         self.periodic = PeriodicEnqueuer(periodics or [], tasks)
         self.limits = dict(limits or {})
         self.rates = dict(rates or {})
+        self.ageing = dict(ageing or {})
         self._limits_stored = False
         self.observer = Observer(observations or [])
         self.pruner = Retention(
@@ -139,7 +141,7 @@ class Scheduler:
         if leading and not self._was_leader:  # a new term: ticks from what the store says
             self.periodic.reset()
             self.observer.reset()
-            self._limits_stored = not (self.limits or self.rates)
+            self._limits_stored = not (self.limits or self.rates or self.ageing)
         self._was_leader = leading
         report = CycleReport(leader=leading)
         if not leading:
@@ -181,12 +183,14 @@ class Scheduler:
             log.warning("standby could not watch leases, will retry: %s", exc)
 
     def _store_limits(self) -> None:
-        """Store the topics' limits and rates declared in code, once a term:
-        one changed at run time holds until the next term."""
+        """Store the topics' limits, rates and ageing declared in code, once a
+        term: one changed at run time holds until the next term."""
         for topic, most in self.limits.items():
             self.store.topic_limit(topic, most)
         for topic, (starts, per) in self.rates.items():
             self.store.topic_rate(topic, starts, per=per)
+        for topic, (every, raised) in self.ageing.items():
+            self.store.topic_ageing(topic, every, most=raised)
         self._limits_stored = True
 
     def _supervise(self, report: CycleReport) -> None:

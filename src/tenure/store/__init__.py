@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tenure.store.base import DEFAULT_MAX_PAYLOAD_BYTES, Store
-from tenure.store.flowcontrol import PausedTopic, TopicLimit, TopicRate
+from tenure.store.flowcontrol import PausedTopic, TopicAgeing, TopicLimit, TopicRate
 from tenure.store.schedules import Schedule, ScheduleSpec
 from tenure.store.types import (
     Completion,
@@ -45,6 +45,7 @@ __all__ = [
     "Store",
     "TaskFilter",
     "TaskState",
+    "TopicAgeing",
     "TopicLimit",
     "TopicRate",
     "UniqueLock",

@@ -28,6 +28,12 @@ in the same statement, so a limit holds across every worker, and a dead
 worker's tasks free their room as their leases are rolled back. A task over
 its limit waits pending, spending no attempt, and the scan passes over it:
 other topics and keys keep flowing.
+
+**Priority ageing**: a topic's pending tasks are taken as if their priority
+rose by one for every so many seconds waited, up to a most, so that
+low-priority and retried work (whose priority each retry lowers) still starts
+under a steady flow of higher priorities. Computed by the reserve statements
+from the time a task became runnable; nothing is written as tasks wait.
 """
 
 from __future__ import annotations
@@ -66,6 +72,18 @@ class TopicRate:
     topic: str
     max_starts: int
     per_seconds: float
+    set_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class TopicAgeing:
+    """A pending task of ``topic`` is taken as if its priority were one higher
+    for every ``every_seconds`` it has waited, at most ``most`` higher, since
+    ``set_at``."""
+
+    topic: str
+    every_seconds: float
+    most: int
     set_at: datetime
 
 
@@ -156,6 +174,40 @@ class FlowControl:
 
     @abstractmethod
     def _rate_prune(self, now: datetime | None) -> int: ...
+
+    def topic_ageing(
+        self,
+        topic: str,
+        every: float | None,
+        *,
+        most: int = 10,
+        now: datetime | None = None,
+    ) -> TopicAgeing | None:
+        """Take ``topic``'s pending tasks as if their priority rose by one for
+        every ``every`` seconds they have waited, at most ``most`` (``None``:
+        by their priority alone); the ageing now set, if any."""
+        topic = validate.text(topic, "topic")
+        if every is None:
+            self._topic_ageing_clear(topic)
+            return None
+        step = validate.seconds(every, "every")
+        most = validate.integer(most, "most", minimum=1, bounds=validate.INT32)
+        return self._topic_ageing_set(topic, step, most, validate.moment(now, "now"))
+
+    def topic_ageings(self) -> list[TopicAgeing]:
+        """The topics' ageing, by topic."""
+        return self._topic_ageings()
+
+    @abstractmethod
+    def _topic_ageing_set(
+        self, topic: str, every: float, most: int, now: datetime | None
+    ) -> TopicAgeing: ...
+
+    @abstractmethod
+    def _topic_ageing_clear(self, topic: str) -> bool: ...
+
+    @abstractmethod
+    def _topic_ageings(self) -> list[TopicAgeing]: ...
 
     def worker_scale(self, worker_id: str, concurrency: int) -> WorkerInfo | None:
         """Ask the running worker ``worker_id`` to run ``concurrency`` tasks at

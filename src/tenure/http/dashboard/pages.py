@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tenure.admin import TaskAdmin
 from tenure.app import App
 from tenure.errors import InvalidInput
 from tenure.http.dashboard import charts
@@ -31,19 +32,37 @@ MAX_FILTER = 500
 Context = dict[str, Any]
 
 
+def flow(admin: TaskAdmin) -> dict[str, list[str]]:
+    """Each topic's limit, rate and ageing, as short notes."""
+    notes: dict[str, list[str]] = {}
+    for limit in admin.limits():
+        notes.setdefault(limit.topic, []).append(f"at most {limit.max_running} running")
+    for rate in admin.rate_limits():
+        notes.setdefault(rate.topic, []).append(
+            f"at most {rate.max_starts} starts per {rate.per_seconds:g} s"
+        )
+    for ageing in admin.ageings():
+        notes.setdefault(ageing.topic, []).append(
+            f"+1 priority per {ageing.every_seconds:g} s waited, at most +{ageing.most}"
+        )
+    return notes
+
+
 def overview(app: App) -> Context:
     """Counts by topic and status, the last hour's endings, the oldest waits,
-    and which topics are paused."""
+    which topics are paused, and what else holds or orders their tasks."""
     admin = app.tasks
     stats = admin.stats(window=WINDOW)
     rates = admin.rates(minutes=int(WINDOW // 60))
     paused = {topic.topic: topic.paused_at for topic in admin.paused()}
-    topics = sorted(set(stats.counts) | set(stats.endings) | set(paused))
+    notes = flow(admin)
+    topics = sorted(set(stats.counts) | set(stats.endings) | set(paused) | set(notes))
     totals = {status: stats.total(status) for status in Status}
     return {
         "stats": stats,
         "topics": topics,
         "paused": paused,
+        "flow": notes,
         "totals": totals,
         "throughput": charts.throughput(rates),
         "failures": charts.failure_rate(rates),

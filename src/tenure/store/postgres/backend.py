@@ -39,6 +39,7 @@ from tenure.store.postgres import copying, pooler, rows, schema, statements
 from tenure.store.postgres.arrays import TextArray
 from tenure.store.postgres.driver import (
     configure,
+    configure_direct,
     connection_kwargs,
     first_connection,
     is_gate_taken,
@@ -129,7 +130,7 @@ class PostgresStore(
         self._pool: ConnectionPool[Connection] = Pool(
             url,
             kwargs=connection_kwargs(url, role, pooled=self.pooled),
-            configure=configure,
+            configure=configure if self.pooled else configure_direct,
             min_size=pool_min,
             max_size=pool_max,
             timeout=timeout,
@@ -175,6 +176,17 @@ class PostgresStore(
                 yield conn
             finally:
                 self._pool.putconn(conn)
+
+    @contextmanager
+    def _without_jit(self, conn: Connection) -> Iterator[None]:
+        """Behind a pooler, a transaction with JIT compiling off (a direct
+        connection has it off for its session: see ``session.sql``)."""
+        if not self.pooled:
+            yield
+            return
+        with conn.transaction():
+            conn.execute(self._sql.q["without_jit"])
+            yield
 
     def _checkout(self) -> Connection:
         """A pooled connection that is, as far as can be known, alive.
@@ -282,12 +294,14 @@ class PostgresStore(
             "tags": sorted(params.tags),
             "now": params.now,
         }
-        query = "reserve_any"
+        query, values["scope"] = "reserve_any", None
         if params.topics is not None and len(params.topics) == 1:
             query, values["topic"] = "reserve_topic", params.topics[0]
+            values["scope"] = [params.topics[0]]
         elif params.topics is not None:
             query, values["topics"] = "reserve_topics", sorted(set(params.topics))
-        with self._connection() as conn:
+            values["scope"] = values["topics"]
+        with self._connection() as conn, self._without_jit(conn):
             found = self._sql.fetch_made(conn, query, values, rows.place_and_task)
         found.sort(key=lambda taken: taken[0])
         # A task whose unique lock was held at start was settled by its rule in

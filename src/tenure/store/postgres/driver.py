@@ -96,6 +96,13 @@ def configure(conn: psycopg.Connection[Any]) -> None:
     set_up(conn)
 
 
+def configure_direct(conn: psycopg.Connection[Any]) -> None:
+    """:func:`configure`, and no JIT compiling for the session (see
+    ``session.sql``): for a connection that is not through a pooler."""
+    configure(conn)
+    conn.execute(SESSION["without_jit"])
+
+
 def set_up(conn: psycopg.Connection[Any]) -> None:
     """Give a new session tenure's settings: its time zone, UTC, so times come
     back in UTC as they are stored, with no conversion per value (see

@@ -7,7 +7,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from tenure.store.flowcontrol import EXPIRED, PausedTopic, TopicLimit, TopicRate
+from tenure.store.flowcontrol import EXPIRED, PausedTopic, TopicAgeing, TopicLimit, TopicRate
 from tenure.store.postgres import rows
 from tenure.store.postgres.rows import Row
 from tenure.store.types import WorkerInfo
@@ -59,6 +59,19 @@ class PostgresFlowControl:
     def _rate_prune(self, now: datetime | None) -> int:
         return len(self._read("prune_rate_starts", {"now": now}))
 
+    def _topic_ageing_set(
+        self, topic: str, every: float, most: int, now: datetime | None
+    ) -> TopicAgeing:
+        params = {"topic": topic, "every": every, "most": most, "now": now}
+        [row] = self._read("topic_ageing_set", params)
+        return ageing(row)
+
+    def _topic_ageing_clear(self, topic: str) -> bool:
+        return bool(self._read("topic_ageing_clear", {"topic": topic}))
+
+    def _topic_ageings(self) -> list[TopicAgeing]:
+        return [ageing(row) for row in self._read("topic_ageings", {})]
+
     def _worker_scale(self, worker_id: str, concurrency: int) -> WorkerInfo | None:
         found = self._read("worker_scale", {"id": worker_id, "concurrency": concurrency})
         return rows.worker(found[0]) if found else None
@@ -72,6 +85,11 @@ def limit(row: Row) -> TopicLimit:
 def rate(row: Row) -> TopicRate:
     at: datetime = row["set_at"]
     return TopicRate(row["topic"], row["max_starts"], row["per_seconds"], at.astimezone(UTC))
+
+
+def ageing(row: Row) -> TopicAgeing:
+    at: datetime = row["set_at"]
+    return TopicAgeing(row["topic"], row["every_seconds"], row["most"], at.astimezone(UTC))
 
 
 def paused(row: Row) -> PausedTopic:

@@ -19,7 +19,9 @@ and how each is kept right:
   ``client_encoding`` and ``application_name`` are among the settings PgBouncer
   follows for each client and sets again on whichever server session it lends.
   Every other setting tenure makes is transaction-local (``SET LOCAL``,
-  ``set_config(…, true)``, ``SET TRANSACTION``, ``BEGIN ISOLATION LEVEL``).
+  ``set_config(…, true)``, ``SET TRANSACTION``, ``BEGIN ISOLATION LEVEL``):
+  JIT compiling, which a direct session turns off for itself, is turned off
+  behind a pooler by each reservation's transaction (``session.sql``).
 - **Advisory locks** are transaction-level only (``pg_advisory_xact_lock``: the
   migrations' turn, the wake-up registrations), so they end with the
   transaction that took them. Nothing uses temporary tables, server-side

@@ -41,7 +41,7 @@ max_attempts, tags, timeout, run_at, created_at, updated_at,
 unique_key, unique_lock, unique_on_conflict, unique_ttl, unique_retry_in, meta, expires_at,
 limit_key, limit_max, order_key
 
--- The turn of a new task n of a fair key (0022_fairness.sql): the later of
+-- The turn of a new task n of a fair key (0022_ordering.sql): the later of
 -- the one after its key's latest and the round under way (the first turn
 -- pending at its priority); 0 in an empty topic. Two probes of the indexes of
 -- the pending tasks that have a key.
@@ -312,12 +312,12 @@ rooms AS MATERIALIZED (
         l.kinds, l.names, l.mosts, l.spans, COALESCE(%(now)s::timestamptz, now())) AS r
 ),
 picked AS MATERIALIZED (
-    SELECT c.seq FROM (
-        SELECT c.seq, c.topic, c.limit_key, c.order_key,
-               row_number() OVER (PARTITION BY c.topic ORDER BY c.priority DESC, c.fair_turn, c.seq)
+    SELECT c.seq, c.rank FROM (
+        SELECT c.seq, c.rank, c.topic, c.limit_key, c.order_key,
+               row_number() OVER (PARTITION BY c.topic ORDER BY c.rank DESC, c.fair_turn, c.seq)
                    AS nth_in_topic,
-               row_number() OVER (PARTITION BY c.limit_key ORDER BY c.priority DESC, c.fair_turn, c.seq)
-                   AS nth_in_key
+               row_number() OVER (PARTITION BY c.limit_key
+                                  ORDER BY c.rank DESC, c.fair_turn, c.seq) AS nth_in_key
         FROM candidates AS c
     ) AS c
     WHERE NOT EXISTS (
@@ -335,8 +335,68 @@ noted AS (
     WHERE c.topic IN (SELECT l.name FROM limited AS l WHERE l.kind = 'rate')
 )
 
+-- Priority ageing (0022_ordering.sql): the topics in scope (%(scope)s: the
+-- reservation's topics, NULL for any) that age, and are neither paused nor
+-- full; the priorities their pending tasks have (levels, each found by one
+-- probe of tasks_pending_by_topic: a loose scan of the index); and of each
+-- priority, the first %(limit)s runnable tasks by turn and age, locked, each
+-- ranked by its priority raised by one for every every_seconds it has waited
+-- since it became runnable, at most most. A task's rank within a priority
+-- only grows with its wait, so the first of each priority are the only ones
+-- that can rank first: the topics' backlogs are never read whole.
+-- fragment: ageing
+aged AS MATERIALIZED (
+    SELECT a.topic, a.every_seconds, a.most FROM {schema}.topic_ageing AS a
+    WHERE (%(scope)s::text[] IS NULL OR a.topic = ANY (%(scope)s::text[]))
+      AND NOT EXISTS (SELECT FROM {schema}.paused_topics AS p WHERE p.topic = a.topic)
+      AND a.topic <> ALL (ARRAY({full_topics}))
+),
+levels (topic, priority) AS (
+    SELECT a.topic, (SELECT max(t.priority) FROM {schema}.tasks AS t
+                     WHERE t.status = 'pending' AND t.topic = a.topic)
+    FROM aged AS a
+    UNION ALL
+    SELECT l.topic, (SELECT max(t.priority) FROM {schema}.tasks AS t
+                     WHERE t.status = 'pending' AND t.topic = l.topic AND t.priority < l.priority)
+    FROM levels AS l WHERE l.priority IS NOT NULL
+),
+ageing AS MATERIALIZED (
+    SELECT o.seq,
+           o.priority + LEAST(a.most::float8, floor(extract(epoch FROM
+               COALESCE(%(now)s::timestamptz, now()) - COALESCE(o.run_at, o.created_at))
+               / a.every_seconds))::bigint AS rank,
+           o.fair_turn, o.topic, o.limit_key, o.limit_max, o.order_key
+    FROM levels AS l
+    JOIN aged AS a ON a.topic = l.topic
+    CROSS JOIN LATERAL (
+        SELECT seq, priority, fair_turn, topic, limit_key, limit_max, order_key, run_at,
+               created_at
+        FROM {schema}.tasks
+        WHERE status = 'pending' AND topic = l.topic AND priority = l.priority
+          AND (run_at IS NULL OR run_at <= COALESCE(%(now)s::timestamptz, now()))
+          AND tags <@ %(tags)s::text[]
+          AND (expires_at IS NULL OR expires_at > COALESCE(%(now)s::timestamptz, now()))
+          {within_limits}
+        ORDER BY fair_turn, seq
+        LIMIT %(limit)s::bigint
+        FOR UPDATE SKIP LOCKED
+    ) AS o
+    WHERE l.priority IS NOT NULL
+)
+
+-- The rows offered: the first %(limit)s of those the plain scan took (rank:
+-- their priority) and of the ageing topics', by rank, turn, then age.
+-- fragment: candidates
+candidates AS MATERIALIZED (
+    SELECT seq, rank, fair_turn, topic, limit_key, limit_max, order_key FROM plain
+    UNION ALL
+    SELECT seq, rank, fair_turn, topic, limit_key, limit_max, order_key FROM ageing
+    ORDER BY rank DESC, fair_turn, seq
+    LIMIT %(limit)s::bigint
+)
+
 -- Reserve: take the first %(limit)s runnable rows, highest priority first, then
--- by fair turn (0022_fairness.sql; 0 without a fair key), then oldest, walking
+-- by fair turn (0022_ordering.sql; 0 without a fair key), then oldest, walking
 -- the partial index of pending rows. SKIP LOCKED: concurrent
 -- reservers pass over each other's rows instead of queueing behind them. A
 -- task's tags must all be among the worker's (<@: "is contained by").
@@ -348,34 +408,41 @@ noted AS (
 -- takes far more than its limit. Rows offered but over a limit stay locked
 -- only until the statement commits.
 -- name: reserve_any
-WITH candidates AS MATERIALIZED (
-    SELECT seq, priority, fair_turn, topic, limit_key, limit_max, order_key FROM {schema}.tasks
+WITH RECURSIVE {ageing},
+plain AS MATERIALIZED (
+    SELECT seq, priority AS rank, fair_turn, topic, limit_key, limit_max, order_key
+    FROM {schema}.tasks
     WHERE status = 'pending'
       AND (run_at IS NULL OR run_at <= COALESCE(%(now)s::timestamptz, now()))
       AND tags <@ %(tags)s::text[]
       AND topic <> ALL (ARRAY(SELECT p.topic FROM {schema}.paused_topics AS p))
       AND topic <> ALL (ARRAY({full_topics}))
+      AND topic <> ALL (ARRAY(SELECT a.topic FROM aged AS a))
       AND (expires_at IS NULL OR expires_at > COALESCE(%(now)s::timestamptz, now()))
       {within_limits}
     ORDER BY priority DESC, fair_turn, seq
     LIMIT %(limit)s::bigint
     FOR UPDATE SKIP LOCKED
 ),
+{candidates},
 {pick_within_limits}
 UPDATE {schema}.tasks AS t
 {lease_picked}
-RETURNING {task_columns}, t.fair_turn;
+RETURNING {task_columns}, t.fair_turn, picked.rank;
 
 -- One topic: its partial index yields pending rows in the order taken, so the
 -- scan stops after :limit rows.
 -- name: reserve_topic
-WITH candidates AS MATERIALIZED (
-    SELECT seq, priority, fair_turn, topic, limit_key, limit_max, order_key FROM {schema}.tasks
+WITH RECURSIVE {ageing},
+plain AS MATERIALIZED (
+    SELECT seq, priority AS rank, fair_turn, topic, limit_key, limit_max, order_key
+    FROM {schema}.tasks
     WHERE status = 'pending'
       AND (run_at IS NULL OR run_at <= COALESCE(%(now)s::timestamptz, now()))
       AND topic = %(topic)s::text
       AND tags <@ %(tags)s::text[]
       AND NOT EXISTS (SELECT 1 FROM {schema}.paused_topics AS p WHERE p.topic = %(topic)s::text)
+      AND NOT EXISTS (SELECT 1 FROM aged AS a WHERE a.topic = %(topic)s::text)
       AND %(topic)s::text <> ALL (ARRAY({full_topics}))
       AND (expires_at IS NULL OR expires_at > COALESCE(%(now)s::timestamptz, now()))
       {within_limits}
@@ -383,23 +450,26 @@ WITH candidates AS MATERIALIZED (
     LIMIT %(limit)s::bigint
     FOR UPDATE SKIP LOCKED
 ),
+{candidates},
 {pick_within_limits}
 UPDATE {schema}.tasks AS t
 {lease_picked}
-RETURNING {task_columns}, t.fair_turn;
+RETURNING {task_columns}, t.fair_turn, picked.rank;
 
 -- Several topics: the first :limit rows of each topic's index, merged. (One
 -- scan with topic = ANY(...) would read and sort every pending row of them.)
 -- Rows a topic offers beyond the merged :limit stay locked only until this
 -- statement commits.
 -- name: reserve_topics
-WITH candidates AS MATERIALIZED (
-    SELECT offered.seq, offered.priority, offered.fair_turn, offered.topic, offered.limit_key,
-           offered.limit_max, offered.order_key
+WITH RECURSIVE {ageing},
+plain AS MATERIALIZED (
+    SELECT offered.seq, offered.priority AS rank, offered.fair_turn, offered.topic,
+           offered.limit_key, offered.limit_max, offered.order_key
     FROM (
         SELECT w.topic FROM unnest(%(topics)s::text[]) AS w(topic)
         WHERE NOT EXISTS (SELECT 1 FROM {schema}.paused_topics AS p WHERE p.topic = w.topic)
           AND w.topic <> ALL (ARRAY({full_topics}))
+          AND w.topic <> ALL (ARRAY(SELECT a.topic FROM aged AS a))
     ) AS wanted
     CROSS JOIN LATERAL (
         SELECT seq, priority, fair_turn, topic, limit_key, limit_max, order_key FROM {schema}.tasks
@@ -416,10 +486,11 @@ WITH candidates AS MATERIALIZED (
     ORDER BY offered.priority DESC, offered.fair_turn, offered.seq
     LIMIT %(limit)s::bigint
 ),
+{candidates},
 {pick_within_limits}
 UPDATE {schema}.tasks AS t
 {lease_picked}
-RETURNING {task_columns}, t.fair_turn;
+RETURNING {task_columns}, t.fair_turn, picked.rank;
 
 -- Paused topics (0020_flow_control.sql): the reserve statements above take
 -- no task of one. Pausing a paused topic keeps its first time.
@@ -505,6 +576,28 @@ SELECT topic, pg_notify('tenure_tasks', topic) AS told FROM cleared;
 
 -- name: topic_rates
 SELECT topic, max_starts, per_seconds, set_at FROM {schema}.topic_rates ORDER BY topic;
+
+-- Priority ageing (0022_ordering.sql). Setting or clearing it wakes the
+-- waiting workers: the order of the topic's tasks changed.
+-- name: topic_ageing_set
+WITH set AS (
+    INSERT INTO {schema}.topic_ageing AS a (topic, every_seconds, most, set_at)
+    VALUES (%(topic)s::text, %(every)s::float8, %(most)s::bigint,
+            COALESCE(%(now)s::timestamptz, now()))
+    ON CONFLICT (topic) DO UPDATE
+    SET every_seconds = EXCLUDED.every_seconds, most = EXCLUDED.most, set_at = EXCLUDED.set_at
+    RETURNING a.topic, a.every_seconds, a.most, a.set_at
+)
+SELECT topic, every_seconds, most, set_at, pg_notify('tenure_tasks', topic) AS told FROM set;
+
+-- name: topic_ageing_clear
+WITH cleared AS (
+    DELETE FROM {schema}.topic_ageing WHERE topic = %(topic)s::text RETURNING topic
+)
+SELECT topic, pg_notify('tenure_tasks', topic) AS told FROM cleared;
+
+-- name: topic_ageings
+SELECT topic, every_seconds, most, set_at FROM {schema}.topic_ageing ORDER BY topic;
 
 -- The starts no rate's window holds any more (or of a topic without a rate).
 -- name: prune_rate_starts
@@ -1021,7 +1114,7 @@ BEGIN
                                      'reports', 'task_counts', 'task_transitions',
                                      'unique_locks', 'wake_wanted', 'tenure_migrations']
                                -- gates, schedules, paused_topics and the
-                               -- limits' tables are tenure's only where tenure
+                               -- limits' and ageing's tables are tenure's only where tenure
                                -- made them (a process pinned to schema=public
                                -- that went on to 0018 or later); else they may
                                -- be the application's own.
@@ -1037,7 +1130,10 @@ BEGIN
                                || CASE WHEN EXISTS (SELECT FROM public.tenure_migrations
                                                     WHERE version = 21)
                                        THEN ARRAY['topic_limits', 'topic_rates', 'rate_starts']
-                                       ELSE ARRAY[]::text[] END)
+                                       ELSE ARRAY[]::text[] END
+                               || CASE WHEN EXISTS (SELECT FROM public.tenure_migrations
+                                                    WHERE version = 22)
+                                       THEN ARRAY['topic_ageing'] ELSE ARRAY[]::text[] END)
     LOOP
         EXECUTE format('ALTER TABLE public.%I SET SCHEMA %I', found.relname, target);
     END LOOP;

@@ -11,6 +11,19 @@
 -- name: session_setup
 SELECT set_config('TimeZone', 'UTC', false) AS time_zone;
 
+-- No JIT compiling for tenure's own sessions, on a direct connection only
+-- (through a pooler a setting would stay on a server session that other
+-- clients borrow; there, the reservations turn it off per transaction, with
+-- queries.sql's without_jit). PostgreSQL compiles a plan whose estimated cost
+-- passes jit_above_cost: a reservation's is estimated so when the statistics
+-- are older than a burst of new tasks (most of the table done when last
+-- analyzed), and compiling it took 90 to 115 ms of the 150 ms each
+-- reservation then took, against 1 ms to run it: a drain fell from 15,000
+-- tasks/s to 1,000. tenure's statements are short and index-driven, and gain
+-- nothing from JIT.
+-- name: without_jit
+SELECT set_config('jit', 'off', false) AS jit;
+
 -- The server process of this session: through a pooler, not the one the
 -- start-up's cancel key names.
 -- name: backend_pid

@@ -281,14 +281,16 @@ class SQLiteStore(Watching, SQLiteSchedules, SQLiteFlowControl, SqlReads, Store)
             "tags": json.dumps(sorted(params.tags)),
             "now": epoch_or_now(params.now),
         }
-        query = "reserve_any"
+        query, values["scope"] = "reserve_any", None
         if params.topics is not None and len(params.topics) == 1:
             query, values["topic"] = "reserve_topic", params.topics[0]
+            values["scope"] = json.dumps([params.topics[0]])
         elif params.topics is not None:
             query, values["topics"] = "reserve_topics", json.dumps(list(params.topics))
+            values["scope"] = values["topics"]
         with self._write() as conn:  # rows become tasks before the commit
             found = conn.execute(Q[query], values).fetchall()
-            found.sort(key=lambda row: (-row["priority"], row["fair_turn"], row["seq"]))
+            found.sort(key=lambda row: (-row["rank"], row["fair_turn"], row["seq"]))
             at = values["now"]
             return [rows.task(row) for row in found if unique.lock_at_start(conn, row, at)]
 

@@ -10,7 +10,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 
 from tenure.clock import epoch_or_now, from_epoch
-from tenure.store.flowcontrol import EXPIRED, PausedTopic, TopicLimit, TopicRate
+from tenure.store.flowcontrol import EXPIRED, PausedTopic, TopicAgeing, TopicLimit, TopicRate
 from tenure.store.sqlite import rows
 from tenure.store.sqlite.schema import Q
 from tenure.store.types import WorkerInfo
@@ -77,6 +77,22 @@ class SQLiteFlowControl:
         with self._write() as conn:
             return len(conn.execute(Q["prune_rate_starts"], {"now": epoch_or_now(now)}).fetchall())
 
+    def _topic_ageing_set(
+        self, topic: str, every: float, most: int, now: datetime | None
+    ) -> TopicAgeing:
+        params = {"topic": topic, "every": every, "most": most, "now": epoch_or_now(now)}
+        with self._write() as conn:
+            row = conn.execute(Q["topic_ageing_set"], params).fetchone()
+        return _ageing(row)
+
+    def _topic_ageing_clear(self, topic: str) -> bool:
+        with self._write() as conn:
+            return bool(conn.execute(Q["topic_ageing_clear"], {"topic": topic}).fetchall())
+
+    def _topic_ageings(self) -> list[TopicAgeing]:
+        with self._use() as conn:
+            return [_ageing(row) for row in conn.execute(Q["topic_ageings"]).fetchall()]
+
     def _worker_scale(self, worker_id: str, concurrency: int) -> WorkerInfo | None:
         params = {"id": worker_id, "concurrency": concurrency}
         with self._write() as conn:
@@ -91,3 +107,7 @@ class SQLiteFlowControl:
 
 def _rate(row: sqlite3.Row) -> TopicRate:
     return TopicRate(row["topic"], row["max_starts"], row["per_seconds"], from_epoch(row["set_at"]))
+
+
+def _ageing(row: sqlite3.Row) -> TopicAgeing:
+    return TopicAgeing(row["topic"], row["every_seconds"], row["most"], from_epoch(row["set_at"]))

@@ -43,7 +43,7 @@ INSERT INTO tenure_tasks (
     ?9, ?10, ?11, ?12, ?13, ?13,
     ?14, ?15, ?16, ?17, ?18,
     ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27,
-    -- A fair key's task (0014_fairness.sql) takes the later of the turn after
+    -- A fair key's task (0014_ordering.sql) takes the later of the turn after
     -- its key's latest pending one and the round under way at its priority
     -- (the tasks of a batch before it are pending already).
     CASE WHEN ?27 IS NULL THEN 0 ELSE max(
@@ -185,91 +185,178 @@ AND (c.order_key IS NULL OR NOT EXISTS (
     WHERE r.order_key = c.order_key
       AND r.status IN ('waiting', 'pending', 'running', 'snoozed') AND r.status = 'running'))
 
+-- Priority ageing (0014_ordering.sql): the topics in scope (:scope, a JSON
+-- list of the reservation's topics, NULL for any) that age, and are neither
+-- paused nor full; the priorities their pending tasks have (levels, each
+-- found by one probe of tenure_tasks_pending_by_topic: a loose scan of the
+-- index); and of each priority, the first :limit runnable tasks by turn and
+-- age, each ranked by its priority raised by one for every every_seconds it
+-- has waited since it became runnable, at most most. A task's rank within a
+-- priority only grows with its wait, so the first of each priority are the
+-- only ones that can rank first: the topics' backlogs are never read whole.
+-- fragment: ageing
+aged AS MATERIALIZED (
+    SELECT a.topic, a.every_seconds, a.most FROM tenure_topic_ageing AS a
+    WHERE (:scope IS NULL OR a.topic IN (SELECT value FROM json_each(:scope)))
+      AND a.topic NOT IN (SELECT topic FROM tenure_paused_topics)
+      AND a.topic NOT IN (SELECT topic FROM topic_rooms WHERE room <= 0)
+),
+levels (topic, priority) AS (
+    SELECT a.topic, (SELECT t.priority FROM tenure_tasks AS t
+                     INDEXED BY tenure_tasks_pending_by_topic
+                     WHERE t.status = 'pending' AND t.topic = a.topic
+                     ORDER BY t.priority DESC LIMIT 1)
+    FROM aged AS a
+    UNION ALL
+    SELECT l.topic, (SELECT t.priority FROM tenure_tasks AS t
+                     INDEXED BY tenure_tasks_pending_by_topic
+                     WHERE t.status = 'pending' AND t.topic = l.topic AND t.priority < l.priority
+                     ORDER BY t.priority DESC LIMIT 1)
+    FROM levels AS l WHERE l.priority IS NOT NULL
+),
+ageing AS (
+    SELECT o.seq,
+           o.priority + min(a.most, CAST((:now - coalesce(o.run_at, o.created_at))
+                                         / a.every_seconds AS INTEGER)) AS rank,
+           o.fair_turn, o.topic, o.limit_key, o.limit_max, o.order_key
+    FROM levels AS l
+    JOIN aged AS a ON a.topic = l.topic
+    JOIN tenure_tasks AS o ON o.seq IN (
+        SELECT seq FROM tenure_tasks INDEXED BY tenure_tasks_pending_by_topic
+        WHERE status = 'pending' AND topic = l.topic AND priority = l.priority
+          AND (run_at IS NULL OR run_at <= :now)
+          AND (expires_at IS NULL OR expires_at > :now)
+          AND (tags = '[]' OR NOT EXISTS (
+              SELECT 1 FROM json_each(tenure_tasks.tags) AS t
+              WHERE t.value NOT IN (SELECT value FROM json_each(:tags))))
+          {within_limits}
+        ORDER BY fair_turn, seq
+        LIMIT :limit)
+    WHERE l.priority IS NOT NULL
+)
+
+-- A reserved task's rank (see ageing), for the order a worker starts them in.
+-- fragment: rank
+priority + coalesce((SELECT min(a.most, CAST((:now - coalesce(tenure_tasks.run_at,
+                                                             tenure_tasks.created_at))
+                                             / a.every_seconds AS INTEGER))
+                     FROM tenure_topic_ageing AS a WHERE a.topic = tenure_tasks.topic), 0)
+
 -- name: reserve_any
 {lease_picked}
 WHERE seq IN (
-    WITH topic_rooms AS MATERIALIZED ({topic_rooms})
+    WITH RECURSIVE topic_rooms AS MATERIALIZED ({topic_rooms}),
+    {ageing}
     SELECT c.seq FROM (
         SELECT seq, topic, limit_key, order_key,
-               row_number() OVER (PARTITION BY topic ORDER BY priority DESC, fair_turn, seq) AS nth_in_topic,
-               row_number() OVER (PARTITION BY limit_key ORDER BY priority DESC, fair_turn, seq) AS nth_in_key,
+               row_number() OVER (PARTITION BY topic ORDER BY rank DESC, fair_turn, seq)
+                   AS nth_in_topic,
+               row_number() OVER (PARTITION BY limit_key ORDER BY rank DESC, fair_turn, seq)
+                   AS nth_in_key,
                min(limit_max) OVER (PARTITION BY limit_key) AS key_most
         FROM (
-            SELECT seq, priority, fair_turn, topic, limit_key, limit_max, order_key
-            FROM tenure_tasks INDEXED BY tenure_tasks_pending
-            WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
-              AND topic NOT IN (SELECT topic FROM tenure_paused_topics)
-              AND topic NOT IN (SELECT topic FROM topic_rooms WHERE room <= 0)
-              AND (expires_at IS NULL OR expires_at > :now)
-              AND (tags = '[]' OR NOT EXISTS (
-                  SELECT 1 FROM json_each(tenure_tasks.tags) AS t
-                  WHERE t.value NOT IN (SELECT value FROM json_each(:tags))))
-              {within_limits}
-            ORDER BY priority DESC, fair_turn, seq
+            SELECT * FROM (
+                SELECT seq, priority AS rank, fair_turn, topic, limit_key, limit_max, order_key
+                FROM tenure_tasks INDEXED BY tenure_tasks_pending
+                WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
+                  AND topic NOT IN (SELECT topic FROM tenure_paused_topics)
+                  AND topic NOT IN (SELECT topic FROM topic_rooms WHERE room <= 0)
+                  AND (expires_at IS NULL OR expires_at > :now)
+                  AND (tags = '[]' OR NOT EXISTS (
+                      SELECT 1 FROM json_each(tenure_tasks.tags) AS t
+                      WHERE t.value NOT IN (SELECT value FROM json_each(:tags))))
+                  AND topic NOT IN (SELECT topic FROM aged)
+                  {within_limits}
+                ORDER BY priority DESC, fair_turn, seq
+                LIMIT :limit
+            )
+            UNION ALL
+            SELECT * FROM ageing
+            ORDER BY rank DESC, fair_turn, seq
             LIMIT :limit
         )
     ) AS c
     WHERE {within_room}
 )
-RETURNING *;
+RETURNING *, {rank} AS rank;
 
 -- name: reserve_topic
 {lease_picked}
 WHERE seq IN (
-    WITH topic_rooms AS MATERIALIZED ({topic_rooms})
+    WITH RECURSIVE topic_rooms AS MATERIALIZED ({topic_rooms}),
+    {ageing}
     SELECT c.seq FROM (
         SELECT seq, topic, limit_key, order_key,
-               row_number() OVER (PARTITION BY topic ORDER BY priority DESC, fair_turn, seq) AS nth_in_topic,
-               row_number() OVER (PARTITION BY limit_key ORDER BY priority DESC, fair_turn, seq) AS nth_in_key,
+               row_number() OVER (PARTITION BY topic ORDER BY rank DESC, fair_turn, seq)
+                   AS nth_in_topic,
+               row_number() OVER (PARTITION BY limit_key ORDER BY rank DESC, fair_turn, seq)
+                   AS nth_in_key,
                min(limit_max) OVER (PARTITION BY limit_key) AS key_most
         FROM (
-            SELECT seq, priority, fair_turn, topic, limit_key, limit_max, order_key
-            FROM tenure_tasks INDEXED BY tenure_tasks_pending_by_topic
-            WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
-              AND topic = :topic
-              AND :topic NOT IN (SELECT topic FROM tenure_paused_topics)
-              AND :topic NOT IN (SELECT topic FROM topic_rooms WHERE room <= 0)
-              AND (expires_at IS NULL OR expires_at > :now)
-              AND (tags = '[]' OR NOT EXISTS (
-                  SELECT 1 FROM json_each(tenure_tasks.tags) AS t
-                  WHERE t.value NOT IN (SELECT value FROM json_each(:tags))))
-              {within_limits}
-            ORDER BY priority DESC, fair_turn, seq
+            SELECT * FROM (
+                SELECT seq, priority AS rank, fair_turn, topic, limit_key, limit_max, order_key
+                FROM tenure_tasks INDEXED BY tenure_tasks_pending_by_topic
+                WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
+                  AND topic = :topic
+                  AND :topic NOT IN (SELECT topic FROM tenure_paused_topics)
+                  AND :topic NOT IN (SELECT topic FROM topic_rooms WHERE room <= 0)
+                  AND (expires_at IS NULL OR expires_at > :now)
+                  AND (tags = '[]' OR NOT EXISTS (
+                      SELECT 1 FROM json_each(tenure_tasks.tags) AS t
+                      WHERE t.value NOT IN (SELECT value FROM json_each(:tags))))
+                  AND topic NOT IN (SELECT topic FROM aged)
+                  {within_limits}
+                ORDER BY priority DESC, fair_turn, seq
+                LIMIT :limit
+            )
+            UNION ALL
+            SELECT * FROM ageing
+            ORDER BY rank DESC, fair_turn, seq
             LIMIT :limit
         )
     ) AS c
     WHERE {within_room}
 )
-RETURNING *;
+RETURNING *, {rank} AS rank;
 
 -- name: reserve_topics
 {lease_picked}
 WHERE seq IN (
-    WITH topic_rooms AS MATERIALIZED ({topic_rooms})
+    WITH RECURSIVE topic_rooms AS MATERIALIZED ({topic_rooms}),
+    {ageing}
     SELECT c.seq FROM (
         SELECT seq, topic, limit_key, order_key,
-               row_number() OVER (PARTITION BY topic ORDER BY priority DESC, fair_turn, seq) AS nth_in_topic,
-               row_number() OVER (PARTITION BY limit_key ORDER BY priority DESC, fair_turn, seq) AS nth_in_key,
+               row_number() OVER (PARTITION BY topic ORDER BY rank DESC, fair_turn, seq)
+                   AS nth_in_topic,
+               row_number() OVER (PARTITION BY limit_key ORDER BY rank DESC, fair_turn, seq)
+                   AS nth_in_key,
                min(limit_max) OVER (PARTITION BY limit_key) AS key_most
         FROM (
-            SELECT seq, priority, fair_turn, topic, limit_key, limit_max, order_key
-            FROM tenure_tasks INDEXED BY tenure_tasks_pending
-            WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
-              AND topic IN (SELECT value FROM json_each(:topics)
-                            WHERE value NOT IN (SELECT topic FROM tenure_paused_topics)
-                              AND value NOT IN (SELECT topic FROM topic_rooms WHERE room <= 0))
-              AND (expires_at IS NULL OR expires_at > :now)
-              AND (tags = '[]' OR NOT EXISTS (
-                  SELECT 1 FROM json_each(tenure_tasks.tags) AS t
-                  WHERE t.value NOT IN (SELECT value FROM json_each(:tags))))
-              {within_limits}
-            ORDER BY priority DESC, fair_turn, seq
+            SELECT * FROM (
+                SELECT seq, priority AS rank, fair_turn, topic, limit_key, limit_max, order_key
+                FROM tenure_tasks INDEXED BY tenure_tasks_pending
+                WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
+                  AND topic IN (SELECT value FROM json_each(:topics)
+                                WHERE value NOT IN (SELECT topic FROM tenure_paused_topics)
+                                  AND value NOT IN (SELECT topic FROM topic_rooms WHERE room <= 0))
+                  AND (expires_at IS NULL OR expires_at > :now)
+                  AND (tags = '[]' OR NOT EXISTS (
+                      SELECT 1 FROM json_each(tenure_tasks.tags) AS t
+                      WHERE t.value NOT IN (SELECT value FROM json_each(:tags))))
+                  AND topic NOT IN (SELECT topic FROM aged)
+                  {within_limits}
+                ORDER BY priority DESC, fair_turn, seq
+                LIMIT :limit
+            )
+            UNION ALL
+            SELECT * FROM ageing
+            ORDER BY rank DESC, fair_turn, seq
             LIMIT :limit
         )
     ) AS c
     WHERE {within_room}
 )
-RETURNING *;
+RETURNING *, {rank} AS rank;
 
 -- Holder writes: each matches only while the task runs under the named lease.
 -- Each answers with the whole task (a single write) or, as <name>_brief, with
@@ -776,6 +863,20 @@ DELETE FROM tenure_topic_rates WHERE topic = :topic RETURNING topic;
 
 -- name: topic_rates
 SELECT topic, max_starts, per_seconds, set_at FROM tenure_topic_rates ORDER BY topic;
+
+-- Priority ageing (0014_ordering.sql).
+-- name: topic_ageing_set
+INSERT INTO tenure_topic_ageing (topic, every_seconds, most, set_at)
+VALUES (:topic, :every, :most, :now)
+ON CONFLICT (topic) DO UPDATE
+SET every_seconds = excluded.every_seconds, most = excluded.most, set_at = excluded.set_at
+RETURNING topic, every_seconds, most, set_at;
+
+-- name: topic_ageing_clear
+DELETE FROM tenure_topic_ageing WHERE topic = :topic RETURNING topic;
+
+-- name: topic_ageings
+SELECT topic, every_seconds, most, set_at FROM tenure_topic_ageing ORDER BY topic;
 
 -- The starts no rate's window holds any more (or of a topic without a rate).
 -- name: prune_rate_starts

@@ -19,7 +19,7 @@ DROP FUNCTION IF EXISTS
 DROP TABLE IF EXISTS
     tasks, events, event_log, leaders, workers, reports, task_counts,
     task_transitions, unique_locks, wake_wanted, gates, schedules, paused_topics,
-    topic_limits, topic_rates, rate_starts, tenure_migrations;
+    topic_limits, topic_rates, rate_starts, topic_ageing, tenure_migrations;
 
 DROP FUNCTION IF EXISTS
     tenure_created_wake, tenure_report_saved, tenure_task_created,

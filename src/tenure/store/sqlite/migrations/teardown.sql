@@ -25,6 +25,7 @@ DROP TABLE IF EXISTS tenure_schedules;
 DROP TABLE IF EXISTS tenure_paused_topics;
 DROP TABLE IF EXISTS tenure_topic_limits;
 DROP TABLE IF EXISTS tenure_topic_rates;
+DROP TABLE IF EXISTS tenure_topic_ageing;
 DROP TABLE IF EXISTS tenure_rate_starts;
 DROP VIEW IF EXISTS next_event_id;
 DROP TABLE IF EXISTS task_transition_totals;

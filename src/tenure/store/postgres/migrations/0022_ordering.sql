@@ -1,3 +1,5 @@
+-- The order tasks are taken in.
+--
 -- Fairness across tenants: a task enqueued with a fair key (a function of its
 -- arguments, as a limit key) takes a turn, and the reserve statements take
 -- tasks by priority, then turn, then age. A key's task takes the turn after
@@ -31,3 +33,15 @@ CREATE INDEX tasks_fair_pending ON {schema}.tasks (topic, fair_key, fair_turn)
     WHERE status = 'pending' AND fair_key IS NOT NULL;
 CREATE INDEX tasks_fair_round ON {schema}.tasks (topic, priority, fair_turn)
     WHERE status = 'pending' AND fair_key IS NOT NULL;
+
+-- Priority ageing, per topic: a pending task of the topic is taken as if its
+-- priority were one higher for every every_seconds it has waited since it
+-- became runnable, at most most higher. The reserve statements read the
+-- topic's oldest tasks of each priority (a probe of tasks_pending_by_topic a
+-- priority) and rank them with the rest; nothing is written as tasks wait.
+CREATE TABLE {schema}.topic_ageing (
+    topic text PRIMARY KEY,
+    every_seconds float8 NOT NULL CHECK (every_seconds > 0),
+    most bigint NOT NULL CHECK (most > 0),
+    set_at timestamptz NOT NULL
+);

@@ -1,3 +1,5 @@
+-- The order tasks are taken in.
+--
 -- Fairness across tenants: a task enqueued with a fair key (a function of its
 -- arguments, as a limit key) takes a turn, and the reserve statements take
 -- tasks by priority, then turn, then age. A key's task takes the turn after
@@ -24,3 +26,15 @@ CREATE INDEX tenure_tasks_fair_pending ON tenure_tasks (topic, fair_key, fair_tu
     WHERE status = 'pending' AND fair_key IS NOT NULL;
 CREATE INDEX tenure_tasks_fair_round ON tenure_tasks (topic, priority, fair_turn)
     WHERE status = 'pending' AND fair_key IS NOT NULL;
+
+-- Priority ageing, per topic: a pending task of the topic is taken as if its
+-- priority were one higher for every every_seconds it has waited since it
+-- became runnable, at most most higher. The reserve statements read the
+-- topic's oldest tasks of each priority and rank them with the rest; nothing
+-- is written as tasks wait.
+CREATE TABLE tenure_topic_ageing (
+    topic TEXT PRIMARY KEY,
+    every_seconds REAL NOT NULL CHECK (every_seconds > 0),
+    most INTEGER NOT NULL CHECK (most > 0),
+    set_at REAL NOT NULL
+);
