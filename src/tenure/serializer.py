@@ -13,6 +13,7 @@ import decimal
 import json
 import json.encoder
 import math
+import re
 import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -55,6 +56,10 @@ def chunks_with(make_encoder: Callable[..., Chunks] | None) -> Chunks:
 
 
 _chunks = chunks_with(getattr(json.encoder, "c_make_encoder", None))
+# A NUL as the encoder writes it: \u0000 after an even number of backslashes
+# (none, or escaped ones). The text \u0000 itself (a backslash, then "u0000")
+# is written with its backslash escaped, an odd number in all, and is kept.
+_NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 _scan: Callable[[str, int], tuple[Any, int]] = _decoder.scan_once  # type: ignore[attr-defined]
 
 
@@ -73,7 +78,7 @@ def dumps(value: Any, field: str, max_bytes: int | None = None) -> JsonText:
         raise InvalidInput(_where(field, path), _advice(culprit)) from None
     except RecursionError:
         raise InvalidInput(field, "nested too deeply to serialize") from None
-    if "\\u0000" in text or "\x00" in text:
+    if ("\\u0000" in text and _NUL_ESCAPE.search(text)) or "\x00" in text:
         raise InvalidInput(field, "contains a NUL character, which stores cannot keep")
     try:
         size = len(text.encode("utf-8"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tenure import DuplicateTask, Status, Store
+from tenure import DuplicateTask, InvalidInput, Status, Store
 from tenure.task import LockPhase, UniqueRule
 from tests.conformance.support import events_since, in_, last_event_cursor, new
 
@@ -110,3 +110,17 @@ def test_payloads_round_trip_exactly(store: Store) -> None:
     assert list(stored.data) == ["zeta", "alpha", "mid", "nested"]  # key order kept
     assert list(stored.data["nested"]) == ["b", "a"]
     assert repr(stored.data["zeta"]) == "1e+23" and isinstance(stored.data["alpha"], int)
+
+
+@pytest.mark.parametrize(
+    "text", ["\\u0000", "C:\\u0000dir", "\\\\u0000", "\\\\\\u0000"], ids=["1", "path", "2", "3"]
+)
+def test_the_text_of_a_nul_escape_is_kept_not_taken_for_a_nul(store: Store, text: str) -> None:
+    """A backslash followed by "u0000" is text like any other (a Windows path,
+    a JSON sample in a payload); only a NUL character itself is refused."""
+    data = {"text": text, "meta-like": [text]}
+    task = store.task_create(new(data=data, meta={"k": text}))
+    stored = store.task_get(task.id)
+    assert stored is not None and stored.data == data and stored.meta == {"k": text}
+    with pytest.raises(InvalidInput, match="NUL"):
+        store.task_create(new(data={"text": text + "\x00"}))
