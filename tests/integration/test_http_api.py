@@ -45,7 +45,9 @@ ROUTES = ["GET /api/openapi.json", "POST /api/tasks", "GET /api/tasks", "GET /ap
           "POST /api/tasks/{id}/cancel", "GET /api/stats", "GET /api/workers",
           "POST /api/tasks/retry", "POST /api/tasks/cancel", "GET /api/topics/paused",
           "POST /api/topics/pause", "POST /api/topics/resume", "GET /api/topics/limits",
-          "POST /api/topics/limit", "POST /api/workers/scale", "GET /api/schedules",
+          "POST /api/topics/limit", "GET /api/topics/rates", "POST /api/topics/rate",
+          "GET /api/topics/ageing", "POST /api/topics/ageing", "POST /api/workers/scale",
+          "GET /api/schedules",
           "POST /api/schedules", "GET /api/schedules/{name}",
           "PATCH /api/schedules/{name}", "DELETE /api/schedules/{name}"]  # fmt: skip
 
@@ -631,6 +633,32 @@ def test_a_topics_limit_is_set_listed_and_lifted(app: App, client: TestClient) -
                         ({"topic": None, "max_running": 2}, "topic")]:  # fmt: skip
         assert refusal(client.post("/api/topics/limit", json=body)) == (422, field), body
     assert app.store.topic_limits() == []
+
+
+def test_a_topics_rate_and_ageing_are_set_listed_and_lifted(app: App, client: TestClient) -> None:
+    set_ = client.post("/api/topics/rate", json={"topic": "mail", "max_starts": 100})
+    assert set_.json() == {"topic": "mail", "max_starts": 100, "per_seconds": 60.0}
+    [rate] = client.get("/api/topics/rates").json()["rates"]
+    assert (rate["topic"], rate["max_starts"], rate["per_seconds"]) == ("mail", 100, 60.0)
+    aged = client.post("/api/topics/ageing", json={"topic": "reports", "every_seconds": 30})
+    assert aged.json() == {"topic": "reports", "every_seconds": 30.0, "most": 10}
+    [listed] = client.get("/api/topics/ageing").json()["ageing"]
+    assert (listed["topic"], listed["every_seconds"], listed["most"]) == ("reports", 30.0, 10)
+    assert [a.most for a in app.store.topic_ageings()] == [10]
+    client.post("/api/topics/rate", json={"topic": "mail", "max_starts": None})
+    client.post("/api/topics/ageing", json={"topic": "reports", "every_seconds": None})
+    assert app.store.topic_rates() == [] and app.store.topic_ageings() == []
+    for path, body, field in [
+        ("rate", {"topic": "mail"}, "max_starts"),
+        ("rate", {"topic": "mail", "max_starts": 5, "per_seconds": 0}, "per_seconds"),
+        ("rate", {"topic": "mail", "max_starts": 0}, "max_starts"),
+        ("ageing", {"topic": "r"}, "every_seconds"),
+        ("ageing", {"topic": "r", "every_seconds": -1}, "every_seconds"),
+        ("ageing", {"topic": "r", "every_seconds": 60, "most": 0}, "most"),
+        ("ageing", {"every_seconds": 60}, "topic"),
+    ]:
+        assert refusal(client.post(f"/api/topics/{path}", json=body)) == (422, field), body
+    assert app.store.topic_rates() == [] and app.store.topic_ageings() == []
 
 
 def test_a_change_that_does_not_fit_the_stored_schedule_is_a_conflict(

@@ -23,10 +23,11 @@ from tenure import App, Status
 from tenure.errors import TenureError
 from tenure.http import create_app
 from tenure.http.openapi import NAMED, document
+from tenure.http.operations import OPERATIONS
 from tenure.http.routes import Api
 from tenure.http.schemas import derive, schema_of, text
 from tenure.http.server import Answers
-from tenure.http.surface import LIST_TASKS, OPERATIONS, TEXT, Operation, Param
+from tenure.http.surface import LIST_TASKS, TEXT, Operation, Param
 from tenure.shapes import event_json, stats_json, task_json, worker_json
 from tenure.store.types import TaskFilter
 from tenure.task import Task

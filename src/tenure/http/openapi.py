@@ -25,6 +25,7 @@ from typing import Any
 from tenure import __version__
 from tenure.http.calls import calls, example_call
 from tenure.http.inputs import Param
+from tenure.http.operations import OPERATIONS
 from tenure.http.schemas import (
     ARGUMENTS,
     COUNT,
@@ -45,13 +46,12 @@ from tenure.http.schemas import (
 from tenure.http.surface import (
     BULK_FIELDS,
     NAME,
-    OPERATIONS,
     OPTIONS,
     PAUSED,
     SCHEDULE_FIELDS,
     Operation,
 )
-from tenure.store.flowcontrol import PausedTopic, TopicLimit
+from tenure.store.flowcontrol import PausedTopic, TopicAgeing, TopicLimit, TopicRate
 from tenure.store.types import EVENT_KINDS, Event, Page, QueueStats, WorkerInfo
 from tenure.task import Status, Task
 from tenure.timetable import zones
@@ -68,6 +68,8 @@ NAMED: dict[type, str] = {
     WorkerInfo: "Worker",
     PausedTopic: "PausedTopic",
     TopicLimit: "TopicLimit",
+    TopicRate: "TopicRate",
+    TopicAgeing: "TopicAgeing",
 }
 """The dataclasses (and the enum) that are schemas of their own, by name."""
 
@@ -116,6 +118,8 @@ def _answers() -> dict[str, Schema]:
         "Worker": derive(WorkerInfo, NAMED, {"held": COUNT}),
         "PausedTopic": derive(PausedTopic, NAMED),
         "TopicLimit": derive(TopicLimit, NAMED),
+        "TopicRate": derive(TopicRate, NAMED),
+        "TopicAgeing": derive(TopicAgeing, NAMED),
     }
 
 

@@ -26,25 +26,28 @@ from tenure.checks import MAX_NAME_LENGTH
 from tenure.errors import InvalidInput
 from tenure.function import TaskFunction
 from tenure.http import inputs, where
-from tenure.http.inputs import ApiError
+from tenure.http.inputs import ApiError, Param
 from tenure.http.openapi import Signatures
+from tenure.http.operations import OPERATIONS
 from tenure.http.replies import reply
 from tenure.http.schedules import ScheduleRoutes
-from tenure.http.surface import (
-    BULK_FIELDS,
+from tenure.http.surface import BULK_FIELDS, MAX_BULK, OPTIONS, Operation
+from tenure.http.topic_surface import (
     CONCURRENCY,
-    MAX_BULK,
+    EVERY_SECONDS,
     MAX_RUNNING,
-    OPERATIONS,
-    OPTIONS,
+    MAX_STARTS,
+    MOST_STEPS,
+    PER_SECONDS,
     TOPIC,
     WORKER,
-    Operation,
 )
 from tenure.shapes import (
+    ageing_json,
     event_json,
     limit_json,
     paused_json,
+    rate_json,
     stats_json,
     task_json,
     worker_json,
@@ -225,6 +228,26 @@ class Api(ScheduleRoutes):
         await self._work(lambda admin: admin.limit(topic, most))
         return reply({"topic": topic, "max_running": most})
 
+    async def list_topic_rates(self, request: Request, values: Values) -> Response:
+        rates = await self._work(lambda admin: admin.rate_limits())
+        return reply({"rates": [rate_json(rate) for rate in rates]})
+
+    async def rate_topic(self, request: Request, values: Values) -> Response:
+        topic, given = await _setting(request, (MAX_STARTS, PER_SECONDS), "rate")
+        most, per = given.get("max_starts"), given.get("per_seconds", 60.0)
+        await self._work(lambda admin: admin.rate_limit(topic, most, per))
+        return reply({"topic": topic, "max_starts": most, "per_seconds": per})
+
+    async def list_topic_ageing(self, request: Request, values: Values) -> Response:
+        ageings = await self._work(lambda admin: admin.ageings())
+        return reply({"ageing": [ageing_json(ageing) for ageing in ageings]})
+
+    async def ageing_topic(self, request: Request, values: Values) -> Response:
+        topic, given = await _setting(request, (EVERY_SECONDS, MOST_STEPS), "ageing")
+        every, most = given.get("every_seconds"), given.get("most", 10)
+        await self._work(lambda admin: admin.ageing(topic, every, most))
+        return reply({"topic": topic, "every_seconds": every, "most": most})
+
     async def scale_worker(self, request: Request, values: Values) -> Response:
         body = await inputs.json_body(request, TOPIC_BYTES)
         given = inputs.body_fields(body, (WORKER, CONCURRENCY))
@@ -249,6 +272,21 @@ async def _topic_of(request: Request) -> str:
         raise InvalidInput("topic", "is required")
     topic: str = given["topic"]
     return topic
+
+
+async def _setting(
+    request: Request, fields: tuple[Param, ...], what: str
+) -> tuple[str, dict[str, Any]]:
+    """The topic a change of its setting (``what``) names, and the setting's
+    fields; the first is required, null lifting the setting."""
+    body = await inputs.json_body(request, TOPIC_BYTES)
+    given = inputs.body_fields(body, (TOPIC, *fields))
+    if "topic" not in given:
+        raise InvalidInput("topic", "is required")
+    first = fields[0].name
+    if first not in body:  # type: ignore[operator]  # read: an object
+        raise InvalidInput(first, f"is required (null lifts the topic's {what})")
+    return given["topic"], given
 
 
 TOPIC_BYTES = 4096

@@ -35,7 +35,6 @@ from tenure.http.schemas import (
     text,
 )
 from tenure.store import validate
-from tenure.store.operating import DEFAULT_WINDOW
 from tenure.store.schedules import NAME_PATTERN
 from tenure.store.validate import MAX_DESCRIPTION_LENGTH, MAX_META
 
@@ -202,7 +201,7 @@ LIST_TASKS = Operation(
 )
 
 
-def _by_id(
+def by_id(
     method: str,
     path: str,
     handler: str,
@@ -266,7 +265,7 @@ BULK_FIELDS = (
 """A bulk change's body: ``ids`` or ``filter``, and ``dry_run``."""
 
 
-def _bulk(action: str, verb: str, does: str) -> Operation:
+def bulk(action: str, verb: str, does: str) -> Operation:
     return Operation(
         "POST",
         f"/api/tasks/{action}",
@@ -314,82 +313,6 @@ def _schedule(method: str, id: str, summary: str, handler: str, **more: Any) -> 
         **more,
     )
 
-
-TOPIC = Param("topic", TEXT, "the topic", where="body")
-WORKER = Param("worker", TEXT, "the worker's id, as GET /api/workers lists it", where="body")
-CONCURRENCY = Param(
-    "concurrency",
-    Kind({"type": "integer", "minimum": 1, "maximum": INT32[1]}, inputs.concurrency),
-    "how many tasks it runs at once",
-    where="body",
-)
-MAX_RUNNING = Param(
-    "max_running", MOST, "how many of its tasks may run at once; null lifts the limit", where="body"
-)
-
-
-def _topic_change(action: str, summary: str, returns: Schema) -> Operation:
-    return Operation(
-        "POST",
-        f"/api/topics/{action}",
-        id=f"{action}Topic",
-        summary=summary,
-        handler=f"{action}_topic",
-        body=obj({TOPIC.name: TOPIC.kind.schema}),
-        answer="What was changed",
-        returns=returns,
-        refusals=("400", "413", "415", *STORE),
-    )
-
-
-TOPICS = (
-    Operation(
-        "GET",
-        "/api/topics/paused",
-        id="listPausedTopics",
-        summary="The paused topics: no worker starts their tasks",
-        handler="list_paused_topics",
-        answer="The paused topics, by name",
-        returns=obj({"paused": {"type": "array", "items": ref("PausedTopic")}}),
-        refusals=STORE,
-    ),
-    _topic_change(
-        "pause",
-        "Stop every worker starting a topic's tasks, from its next reservation "
-        "(running ones finish; pausing a paused topic keeps its first time)",
-        ref("PausedTopic"),
-    ),
-    _topic_change(
-        "resume",
-        "Let workers start a paused topic's tasks again",
-        obj({"topic": {"type": "string"}, "resumed": {"type": "boolean"}}),
-    ),
-    Operation(
-        "GET",
-        "/api/topics/limits",
-        id="listTopicLimits",
-        summary="The topics' concurrency limits: at most so many of a topic's tasks run at once",
-        handler="list_topic_limits",
-        answer="The topics' limits, by topic",
-        returns=obj({"limits": {"type": "array", "items": ref("TopicLimit")}}),
-        refusals=STORE,
-    ),
-    Operation(
-        "POST",
-        "/api/topics/limit",
-        id="limitTopic",
-        summary="Let at most max_running tasks of a topic run at once, across every worker, "
-        "from the next reservation (null lifts the limit)",
-        handler="limit_topic",
-        body=obj({TOPIC.name: TOPIC.kind.schema, MAX_RUNNING.name: nullable(MOST.schema)}),
-        answer="The topic's limit now",
-        returns=obj({"topic": {"type": "string"}, "max_running": nullable(MOST.schema)}),
-        refusals=("400", "413", "415", *STORE),
-    ),
-)
-"""The topics' routes: pause, resume, which are paused, and their limits (a
-topic is named in the body: a topic may hold a ``/``, which no path segment
-can)."""
 
 SCHEDULES = (
     Operation(
@@ -446,82 +369,3 @@ SCHEDULES = (
     ),
 )
 """The schedules' routes (:mod:`tenure.http.schedules` answers them)."""
-
-OPERATIONS: tuple[Operation, ...] = (
-    ENQUEUE,
-    LIST_TASKS,
-    _by_id(
-        "GET", "/api/tasks/{id}", "get_task", id="getTask", summary="One task", answer="The task"
-    ),
-    _by_id(
-        "GET",
-        "/api/tasks/{id}/events",
-        "list_task_events",
-        "TaskEvents",
-        id="listTaskEvents",
-        summary="A task's events still in the log, oldest first",
-        answer="The task's events",
-    ),
-    _by_id(
-        "POST",
-        "/api/tasks/{id}/retry",
-        "retry_task",
-        id="retryTask",
-        summary="Send a failed or cancelled task back to pending (a whole id)",
-        answer="The task",
-    ),
-    _by_id(
-        "POST",
-        "/api/tasks/{id}/cancel",
-        "cancel_task",
-        id="cancelTask",
-        summary="Cancel a pending, running or snoozed task (a whole id)",
-        answer="The task",
-    ),
-    Operation(
-        "GET",
-        "/api/stats",
-        id="getStats",
-        summary="The queue at a glance",
-        handler="get_stats",
-        parameters=(Param("window", SECONDS, "seconds of endings counted", DEFAULT_WINDOW),),
-        answer="Counts, waits and endings",
-        returns=ref("Stats"),
-        refusals=STORE,
-    ),
-    Operation(
-        "GET",
-        "/api/workers",
-        id="listWorkers",
-        summary="The live workers",
-        handler="list_workers",
-        answer="The live workers",
-        returns=ref("Workers"),
-        refusals=STORE,
-    ),
-    Operation(
-        "POST",
-        "/api/workers/scale",
-        id="scaleWorker",
-        summary="Change how many tasks a running worker runs at once, from its next heartbeat",
-        handler="scale_worker",
-        body=obj({WORKER.name: WORKER.kind.schema, CONCURRENCY.name: CONCURRENCY.kind.schema}),
-        answer="The worker's row, with the concurrency it is to take",
-        returns=ref("Worker"),
-        refusals=("400", "404", "413", "415", *STORE),
-    ),
-    _bulk("retry", "Retry", "failed or cancelled ones go back to pending"),
-    _bulk("cancel", "Cancel", "pending, running or snoozed ones end cancelled"),
-    *TOPICS,
-    *SCHEDULES,
-    Operation(
-        "GET",
-        "/api/openapi.json",
-        id="getOpenApi",
-        summary="This document",
-        handler="get_openapi",
-        answer="OpenAPI 3.1",
-        returns={"type": "object"},
-    ),
-)
-"""The API, in the order the document lists it."""
