@@ -19,7 +19,7 @@ from tenure.admin import TaskAdmin
 from tenure.checks import INT32, integer, text
 from tenure.checks import seconds as check_seconds
 from tenure.declaration import Declaration, declare
-from tenure.errors import ConfigError
+from tenure.errors import ConfigError, InvalidInput
 from tenure.events import Events
 from tenure.flowhandles import GroupHandle
 from tenure.function import TaskFunction
@@ -33,6 +33,7 @@ from tenure.maintenance.scheduler import Scheduler
 from tenure.maintenance.schedules import Schedules
 from tenure.registry import Registry
 from tenure.store import DEFAULT_MAX_PAYLOAD_BYTES, Store, open_store, resolve_url
+from tenure.store.flowcontrol import MIN_AGEING_STEP
 from tenure.store.schedules import DEFAULT_CATCH_UP
 from tenure.store.url import redact
 from tenure.store.validate import status as check_status
@@ -281,7 +282,10 @@ class App:
         steady flow of higher priorities. Stored as :meth:`limit`'s are;
         ``tenure ageing`` changes it at run time."""
         raised = integer(most, "most", minimum=1, bounds=INT32)
-        self.ageings[text(topic, "topic")] = (check_seconds(every, "every"), raised)
+        step = check_seconds(every, "every")
+        if step < MIN_AGEING_STEP:
+            raise InvalidInput("every", f"must be at least {MIN_AGEING_STEP} s")
+        self.ageings[text(topic, "topic")] = (step, raised)
 
     def observe(
         self,

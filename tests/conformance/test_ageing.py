@@ -13,7 +13,7 @@ import pytest
 
 from tenure import InvalidInput, Status, Store
 from tenure.store import ReserveParams, TaskFilter, TopicAgeing
-from tests.conformance.support import OWNER, new
+from tests.conformance.support import ERROR, OWNER, lease_of, new
 
 WAYS = pytest.mark.parametrize(
     "topics", [None, ["mail"], ["mail", "math"]], ids=["any", "one", "several"]
@@ -122,7 +122,31 @@ def test_ageing_is_kept_listed_and_checked(store: Store) -> None:
     ]
     store.topic_ageing("math", None)
     assert [a.topic for a in store.topic_ageings()] == ["mail"]
-    for every, most, field in ((0, 5, "every"), (60, 0, "most"), ("x", 5, "every")):
+    for every, most, field in ((0, 5, "every"), (60, 0, "most"), ("x", 5, "every"),
+                               (1e-300, 5, "every")):  # fmt: skip
         with pytest.raises(InvalidInput, match=field):
             store.topic_ageing("mail", every, most=most)  # type: ignore[arg-type]
     assert store.task_count(TaskFilter(topic="mail")) == 0
+
+
+def test_a_retried_task_ages_from_its_retry(store: Store) -> None:
+    """Its earlier wait and run do not count: a retry without a backoff makes
+    it runnable at once, and it waits from there."""
+    store.topic_ageing("mail", 60, most=10, now=T0)
+    task = store.task_create(new(topic="mail", max_attempts=2), now=at(0))
+    [taken] = store.task_reserve(ReserveParams(owner=OWNER, limit=1, now=at(600)))
+    assert taken.id == task.id
+    store.task_fail(lease_of(taken), ERROR, retry_in=0, priority_step=0, now=at(610))
+    high = store.task_create(new(topic="mail", priority=2), now=at(620))
+    assert reserve(store, 680, ["mail"]) == [high.id]  # waited 70 s: ranks 1, below 2
+
+
+def test_a_priority_ranks_by_its_longest_wait_and_keeps_its_turns(store: Store) -> None:
+    """Key a's tasks waited ten minutes, key b's one arrived now: the priority
+    ranks by the longest wait, and b's task keeps its turn among a's."""
+    store.topic_ageing("mail", 60, most=10, now=T0)
+    a = store.task_create_many([new(topic="mail", fair_key="a") for _ in range(3)], now=at(0))
+    b = store.task_create(new(topic="mail", fair_key="b"), now=at(600))
+    high = store.task_create(new(topic="mail", priority=5), now=at(600))
+    taken = reserve(store, 600, ["mail"], limit=5)
+    assert taken == [a[0].id, b.id, a[1].id, a[2].id, high.id]

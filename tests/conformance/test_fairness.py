@@ -7,6 +7,8 @@ then age, and priority still comes first."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
 from tenure import InvalidInput, Store
@@ -76,3 +78,14 @@ def test_the_key_is_kept_and_checked(store: Store) -> None:
         store.task_create(fair("x" * 10_000))
     with pytest.raises(InvalidInput, match="fair_key"):
         store.task_create(new(fair_key=42))
+
+
+def test_a_delayed_task_holds_no_round_back(store: Store) -> None:
+    """A task not yet runnable keeps its early turn, but the round a new key
+    joins is the first runnable turn: the new key does not jump the queue."""
+    later = datetime.now(UTC) + timedelta(hours=1)
+    store.task_create(fair("d", run_at=later))
+    a = [store.task_create(fair("a")) for _ in range(5)]
+    assert reserve(store, ["mail"], limit=3) == [t.id for t in a[:3]]
+    c = store.task_create(fair("c"))
+    assert reserve(store, ["mail"], limit=3) == [a[3].id, c.id, a[4].id]

@@ -637,16 +637,22 @@ def test_a_topics_limit_is_set_listed_and_lifted(app: App, client: TestClient) -
 
 def test_a_topics_rate_and_ageing_are_set_listed_and_lifted(app: App, client: TestClient) -> None:
     set_ = client.post("/api/topics/rate", json={"topic": "mail", "max_starts": 100})
-    assert set_.json() == {"topic": "mail", "max_starts": 100, "per_seconds": 60.0}
+    assert set_.json() | {"set_at": None} == {
+        "topic": "mail", "max_starts": 100, "per_seconds": 60.0, "set_at": None
+    } and set_.json()["set_at"]  # fmt: skip
     [rate] = client.get("/api/topics/rates").json()["rates"]
     assert (rate["topic"], rate["max_starts"], rate["per_seconds"]) == ("mail", 100, 60.0)
     aged = client.post("/api/topics/ageing", json={"topic": "reports", "every_seconds": 30})
-    assert aged.json() == {"topic": "reports", "every_seconds": 30.0, "most": 10}
+    assert aged.json() | {"set_at": None} == {
+        "topic": "reports", "every_seconds": 30.0, "most": 10, "set_at": None
+    }  # fmt: skip
     [listed] = client.get("/api/topics/ageing").json()["ageing"]
     assert (listed["topic"], listed["every_seconds"], listed["most"]) == ("reports", 30.0, 10)
     assert [a.most for a in app.store.topic_ageings()] == [10]
-    client.post("/api/topics/rate", json={"topic": "mail", "max_starts": None})
-    client.post("/api/topics/ageing", json={"topic": "reports", "every_seconds": None})
+    lifted = client.post("/api/topics/rate", json={"topic": "mail", "max_starts": None}).json()
+    assert lifted == {"topic": "mail", "max_starts": None, "per_seconds": None, "set_at": None}
+    off = client.post("/api/topics/ageing", json={"topic": "reports", "every_seconds": None})
+    assert off.json() == {"topic": "reports", "every_seconds": None, "most": None, "set_at": None}
     assert app.store.topic_rates() == [] and app.store.topic_ageings() == []
     for path, body, field in [
         ("rate", {"topic": "mail"}, "max_starts"),
@@ -654,6 +660,7 @@ def test_a_topics_rate_and_ageing_are_set_listed_and_lifted(app: App, client: Te
         ("rate", {"topic": "mail", "max_starts": 0}, "max_starts"),
         ("ageing", {"topic": "r"}, "every_seconds"),
         ("ageing", {"topic": "r", "every_seconds": -1}, "every_seconds"),
+        ("ageing", {"topic": "r", "every_seconds": 1e-300}, "every_seconds"),
         ("ageing", {"topic": "r", "every_seconds": 60, "most": 0}, "most"),
         ("ageing", {"every_seconds": 60}, "topic"),
     ]:

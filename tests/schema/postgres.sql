@@ -181,7 +181,7 @@ CREATE TABLE topic_ageing (
     every_seconds double precision NOT NULL,
     most bigint NOT NULL,
     set_at timestamp with time zone NOT NULL,
-    CONSTRAINT topic_ageing_every_seconds_check CHECK ((every_seconds > (0)::double precision)),
+    CONSTRAINT topic_ageing_every_seconds_check CHECK ((every_seconds >= (0.001)::double precision)),
     CONSTRAINT topic_ageing_most_check CHECK ((most > 0)),
     CONSTRAINT topic_ageing_pkey PRIMARY KEY (topic)
 );

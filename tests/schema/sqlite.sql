@@ -150,7 +150,7 @@ CREATE TABLE "tenure_tasks" (
 -- table tenure_topic_ageing
 CREATE TABLE tenure_topic_ageing (
     topic TEXT PRIMARY KEY,
-    every_seconds REAL NOT NULL CHECK (every_seconds > 0),
+    every_seconds REAL NOT NULL CHECK (every_seconds >= 0.001),
     most INTEGER NOT NULL CHECK (most > 0),
     set_at REAL NOT NULL
 );

@@ -235,8 +235,9 @@ class Api(ScheduleRoutes):
     async def rate_topic(self, request: Request, values: Values) -> Response:
         topic, given = await _setting(request, (MAX_STARTS, PER_SECONDS), "rate")
         most, per = given.get("max_starts"), given.get("per_seconds", 60.0)
-        await self._work(lambda admin: admin.rate_limit(topic, most, per))
-        return reply({"topic": topic, "max_starts": most, "per_seconds": per})
+        rate = await self._work(lambda admin: admin.rate_limit(topic, most, per))
+        lifted = {"topic": topic, "max_starts": None, "per_seconds": None, "set_at": None}
+        return reply(lifted if rate is None else rate_json(rate))
 
     async def list_topic_ageing(self, request: Request, values: Values) -> Response:
         ageings = await self._work(lambda admin: admin.ageings())
@@ -245,8 +246,9 @@ class Api(ScheduleRoutes):
     async def ageing_topic(self, request: Request, values: Values) -> Response:
         topic, given = await _setting(request, (EVERY_SECONDS, MOST_STEPS), "ageing")
         every, most = given.get("every_seconds"), given.get("most", 10)
-        await self._work(lambda admin: admin.ageing(topic, every, most))
-        return reply({"topic": topic, "every_seconds": every, "most": most})
+        ageing = await self._work(lambda admin: admin.ageing(topic, every, most))
+        lifted = {"topic": topic, "every_seconds": None, "most": None, "set_at": None}
+        return reply(lifted if ageing is None else ageing_json(ageing))
 
     async def scale_worker(self, request: Request, values: Values) -> Response:
         body = await inputs.json_body(request, TOPIC_BYTES)

@@ -7,10 +7,12 @@ table's terms.
 from __future__ import annotations
 
 from tenure.checks import INT32, MAX_SECONDS
+from tenure.errors import InvalidInput
 from tenure.http import inputs
 from tenure.http.inputs import Kind, Param
-from tenure.http.schemas import Schema, nullable, obj, ref
+from tenure.http.schemas import TIME, Schema, nullable, obj, ref
 from tenure.http.surface import MOST, STORE, TEXT, Operation
+from tenure.store.flowcontrol import MIN_AGEING_STEP
 
 TOPIC = Param("topic", TEXT, "the topic", where="body")
 WORKER = Param("worker", TEXT, "the worker's id, as GET /api/workers lists it", where="body")
@@ -29,9 +31,23 @@ MAX_STARTS = Param(
 )  # fmt: skip
 STEP = Kind({"type": "number", "exclusiveMinimum": 0, "maximum": MAX_SECONDS}, inputs.expires)
 PER_SECONDS = Param("per_seconds", STEP, "the span, in seconds (60 if left out)", where="body")
-EVERY_SECONDS = Param(
-    "every_seconds", STEP, "seconds waited a step of priority; null: priority alone", where="body"
+
+
+def ageing_step(value: object, field: str) -> float:
+    """Seconds a step of ageing: at least :data:`MIN_AGEING_STEP`."""
+    step = inputs.expires(value, field)
+    if step < MIN_AGEING_STEP:
+        raise InvalidInput(field, f"must be at least {MIN_AGEING_STEP} s")
+    return step
+
+
+AGEING_STEP = Kind(
+    {"type": "number", "minimum": MIN_AGEING_STEP, "maximum": MAX_SECONDS}, ageing_step
 )
+EVERY_SECONDS = Param(
+    "every_seconds", AGEING_STEP, "seconds waited a step of priority; null: priority alone",
+    where="body",
+)  # fmt: skip
 RAISED = Kind({"type": "integer", "minimum": 1, "maximum": INT32[1]}, inputs.concurrency)
 MOST_STEPS = Param("most", RAISED, "steps at most (10 if left out)", where="body")
 
@@ -62,8 +78,8 @@ def _topic_setting(
             f"reservation; null in {fields[0].name} lifts it",
             handler=f"{name}_topic",
             body=obj(body, required=("topic", fields[0].name)),
-            answer=f"The topic's {name} now",
-            returns=obj(dict(body)),
+            answer=f"The topic's {name} now (every field null once lifted)",
+            returns=obj({**body, "set_at": nullable(TIME)}),
             refusals=("400", "413", "415", *STORE),
         ),
     )

@@ -42,6 +42,7 @@ from abc import abstractmethod
 from dataclasses import dataclass
 from datetime import datetime
 
+from tenure.errors import InvalidInput
 from tenure.store import validate
 from tenure.store.types import WorkerInfo
 from tenure.task import TaskError
@@ -86,6 +87,10 @@ class TopicAgeing:
     most: int
     set_at: datetime
 
+
+MIN_AGEING_STEP = 0.001
+"""The shortest span a step of ageing may take, in seconds (a wait is divided
+by it, on the store's clock: a smaller one could overflow)."""
 
 EXPIRED = TaskError("Expired", "not started by its deadline (expires)")
 """The error of a task that expired before it started."""
@@ -191,6 +196,8 @@ class FlowControl:
             self._topic_ageing_clear(topic)
             return None
         step = validate.seconds(every, "every")
+        if step < MIN_AGEING_STEP:
+            raise InvalidInput("every", f"must be at least {MIN_AGEING_STEP} s")
         most = validate.integer(most, "most", minimum=1, bounds=validate.INT32)
         return self._topic_ageing_set(topic, step, most, validate.moment(now, "now"))
 

@@ -43,13 +43,15 @@ limit_key, limit_max, order_key
 
 -- The turn of a new task n of a fair key (0022_ordering.sql): the later of
 -- the one after its key's latest and the round under way (the first turn
--- pending at its priority); 0 in an empty topic. Two probes of the indexes of
+-- runnable at its priority: a delayed task's holds no round back); 0 in an
+-- empty topic. Two probes of the indexes of
 -- the pending tasks that have a key.
 -- fragment: fair_turn
 GREATEST(
     (SELECT min(h.fair_turn) FROM {schema}.tasks AS h
      WHERE h.status = 'pending' AND h.fair_key IS NOT NULL
-       AND h.topic = n.topic AND h.priority = n.priority),
+       AND h.topic = n.topic AND h.priority = n.priority
+       AND (h.run_at IS NULL OR h.run_at <= COALESCE(%(now)s::timestamptz, now()))),
     (SELECT max(k.fair_turn) + 1 FROM {schema}.tasks AS k
      WHERE k.status = 'pending' AND k.fair_key IS NOT NULL
        AND k.topic = n.topic AND k.fair_key = n.fair_key),
@@ -314,10 +316,12 @@ rooms AS MATERIALIZED (
 picked AS MATERIALIZED (
     SELECT c.seq, c.rank FROM (
         SELECT c.seq, c.rank, c.topic, c.limit_key, c.order_key,
-               row_number() OVER (PARTITION BY c.topic ORDER BY c.rank DESC, c.fair_turn, c.seq)
+               row_number() OVER (PARTITION BY c.topic
+                                  ORDER BY c.rank DESC, c.priority DESC, c.fair_turn, c.seq)
                    AS nth_in_topic,
                row_number() OVER (PARTITION BY c.limit_key
-                                  ORDER BY c.rank DESC, c.fair_turn, c.seq) AS nth_in_key
+                                  ORDER BY c.rank DESC, c.priority DESC, c.fair_turn, c.seq)
+                   AS nth_in_key
         FROM candidates AS c
     ) AS c
     WHERE NOT EXISTS (
@@ -339,11 +343,13 @@ noted AS (
 -- reservation's topics, NULL for any) that age, and are neither paused nor
 -- full; the priorities their pending tasks have (levels, each found by one
 -- probe of tasks_pending_by_topic: a loose scan of the index); and of each
--- priority, the first %(limit)s runnable tasks by turn and age, locked, each
--- ranked by its priority raised by one for every every_seconds it has waited
--- since it became runnable, at most most. A task's rank within a priority
--- only grows with its wait, so the first of each priority are the only ones
--- that can rank first: the topics' backlogs are never read whole.
+-- priority, the first %(limit)s runnable tasks by turn and age, locked. A
+-- priority's tasks are ranked together, by its priority raised by one for
+-- every every_seconds the longest waiting of them has waited since it became
+-- runnable (its run_at, or its last change: a retry, a release), at most
+-- most: within a priority, tasks keep their order (turn, then age), and the
+-- topics' backlogs are never read whole. Each level walks past the tasks of
+-- its priority that cannot start, as the plain scan does.
 -- fragment: ageing
 aged AS MATERIALIZED (
     SELECT a.topic, a.every_seconds, a.most FROM {schema}.topic_ageing AS a
@@ -362,15 +368,15 @@ levels (topic, priority) AS (
 ),
 ageing AS MATERIALIZED (
     SELECT o.seq,
-           o.priority + LEAST(a.most::float8, floor(extract(epoch FROM
-               COALESCE(%(now)s::timestamptz, now()) - COALESCE(o.run_at, o.created_at))
-               / a.every_seconds))::bigint AS rank,
-           o.fair_turn, o.topic, o.limit_key, o.limit_max, o.order_key
+           o.priority + (max(LEAST(a.most::float8, GREATEST(0, floor(extract(epoch FROM
+               COALESCE(%(now)s::timestamptz, now()) - GREATEST(o.run_at, o.updated_at))
+               / a.every_seconds)))) OVER (PARTITION BY o.topic, o.priority))::bigint AS rank,
+           o.priority, o.fair_turn, o.topic, o.limit_key, o.limit_max, o.order_key
     FROM levels AS l
     JOIN aged AS a ON a.topic = l.topic
     CROSS JOIN LATERAL (
         SELECT seq, priority, fair_turn, topic, limit_key, limit_max, order_key, run_at,
-               created_at
+               updated_at
         FROM {schema}.tasks
         WHERE status = 'pending' AND topic = l.topic AND priority = l.priority
           AND (run_at IS NULL OR run_at <= COALESCE(%(now)s::timestamptz, now()))
@@ -385,13 +391,13 @@ ageing AS MATERIALIZED (
 )
 
 -- The rows offered: the first %(limit)s of those the plain scan took (rank:
--- their priority) and of the ageing topics', by rank, turn, then age.
+-- their priority) and of the ageing topics', by rank, priority, turn, then age.
 -- fragment: candidates
 candidates AS MATERIALIZED (
-    SELECT seq, rank, fair_turn, topic, limit_key, limit_max, order_key FROM plain
+    SELECT seq, rank, priority, fair_turn, topic, limit_key, limit_max, order_key FROM plain
     UNION ALL
-    SELECT seq, rank, fair_turn, topic, limit_key, limit_max, order_key FROM ageing
-    ORDER BY rank DESC, fair_turn, seq
+    SELECT seq, rank, priority, fair_turn, topic, limit_key, limit_max, order_key FROM ageing
+    ORDER BY rank DESC, priority DESC, fair_turn, seq
     LIMIT %(limit)s::bigint
 )
 
@@ -410,7 +416,7 @@ candidates AS MATERIALIZED (
 -- name: reserve_any
 WITH RECURSIVE {ageing},
 plain AS MATERIALIZED (
-    SELECT seq, priority AS rank, fair_turn, topic, limit_key, limit_max, order_key
+    SELECT seq, priority AS rank, priority, fair_turn, topic, limit_key, limit_max, order_key
     FROM {schema}.tasks
     WHERE status = 'pending'
       AND (run_at IS NULL OR run_at <= COALESCE(%(now)s::timestamptz, now()))
@@ -435,7 +441,7 @@ RETURNING {task_columns}, t.fair_turn, picked.rank;
 -- name: reserve_topic
 WITH RECURSIVE {ageing},
 plain AS MATERIALIZED (
-    SELECT seq, priority AS rank, fair_turn, topic, limit_key, limit_max, order_key
+    SELECT seq, priority AS rank, priority, fair_turn, topic, limit_key, limit_max, order_key
     FROM {schema}.tasks
     WHERE status = 'pending'
       AND (run_at IS NULL OR run_at <= COALESCE(%(now)s::timestamptz, now()))
@@ -463,8 +469,8 @@ RETURNING {task_columns}, t.fair_turn, picked.rank;
 -- name: reserve_topics
 WITH RECURSIVE {ageing},
 plain AS MATERIALIZED (
-    SELECT offered.seq, offered.priority AS rank, offered.fair_turn, offered.topic,
-           offered.limit_key, offered.limit_max, offered.order_key
+    SELECT offered.seq, offered.priority AS rank, offered.priority, offered.fair_turn,
+           offered.topic, offered.limit_key, offered.limit_max, offered.order_key
     FROM (
         SELECT w.topic FROM unnest(%(topics)s::text[]) AS w(topic)
         WHERE NOT EXISTS (SELECT 1 FROM {schema}.paused_topics AS p WHERE p.topic = w.topic)

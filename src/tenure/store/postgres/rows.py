@@ -192,7 +192,7 @@ def task(row: Row) -> Task:
     return _task_of(list(_in_task_order(row)))
 
 
-def place_and_task(cursor: Cursor[Any]) -> RowMaker[tuple[tuple[int, int, int], Task]]:
+def place_and_task(cursor: Cursor[Any]) -> RowMaker[tuple[tuple[int, int, int, int], Task]]:
     """A psycopg row factory for a reservation returning ``task_columns`` and
     ``fair_turn`` and ``rank``: each row as its place in the order tasks are
     taken (rank, highest first: the priority, raised by a topic's ageing;
@@ -202,10 +202,12 @@ def place_and_task(cursor: Cursor[Any]) -> RowMaker[tuple[tuple[int, int, int], 
     built only to be taken apart."""
     names = [column.name for column in cursor.description or ()]
     in_task_order = itemgetter(*(names.index(name) for name in TASK_FIELDS))
-    at_rank, at_turn, at_seq = map(names.index, ("rank", "fair_turn", "seq"))
+    at_rank, at_priority, at_turn, at_seq = map(
+        names.index, ("rank", "priority", "fair_turn", "seq")
+    )
 
-    def make(values: Sequence[Any]) -> tuple[tuple[int, int, int], Task]:
-        place = (-values[at_rank], values[at_turn], values[at_seq])
+    def make(values: Sequence[Any]) -> tuple[tuple[int, int, int, int], Task]:
+        place = (-values[at_rank], -values[at_priority], values[at_turn], values[at_seq])
         return place, _task_of(list(in_task_order(values)))
 
     return make

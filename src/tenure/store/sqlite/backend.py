@@ -289,8 +289,7 @@ class SQLiteStore(Watching, SQLiteSchedules, SQLiteFlowControl, SqlReads, Store)
             query, values["topics"] = "reserve_topics", json.dumps(list(params.topics))
             values["scope"] = values["topics"]
         with self._write() as conn:  # rows become tasks before the commit
-            found = conn.execute(Q[query], values).fetchall()
-            found.sort(key=lambda row: (-row["rank"], row["fair_turn"], row["seq"]))
+            found = rows.in_order_taken(conn.execute(Q[query], values).fetchall())
             at = values["now"]
             return [rows.task(row) for row in found if unique.lock_at_start(conn, row, at)]
 

@@ -50,6 +50,7 @@ INSERT INTO tenure_tasks (
         COALESCE((SELECT h.fair_turn FROM tenure_tasks AS h INDEXED BY tenure_tasks_fair_round
                   WHERE h.status = 'pending' AND h.fair_key IS NOT NULL
                     AND h.topic = ?2 AND h.priority = ?8
+                    AND (h.run_at IS NULL OR h.run_at <= ?13)
                   ORDER BY h.fair_turn LIMIT 1), 0),
         COALESCE((SELECT k.fair_turn + 1 FROM tenure_tasks AS k INDEXED BY tenure_tasks_fair_pending
                   WHERE k.status = 'pending' AND k.fair_key IS NOT NULL
@@ -190,10 +191,12 @@ AND (c.order_key IS NULL OR NOT EXISTS (
 -- paused nor full; the priorities their pending tasks have (levels, each
 -- found by one probe of tenure_tasks_pending_by_topic: a loose scan of the
 -- index); and of each priority, the first :limit runnable tasks by turn and
--- age, each ranked by its priority raised by one for every every_seconds it
--- has waited since it became runnable, at most most. A task's rank within a
--- priority only grows with its wait, so the first of each priority are the
--- only ones that can rank first: the topics' backlogs are never read whole.
+-- age. A priority's tasks are ranked together, by its priority raised by one
+-- for every every_seconds the longest waiting of them has waited since it
+-- became runnable (its run_at, or its last change: a retry, a release), at
+-- most most: within a priority, tasks keep their order (turn, then age), and
+-- the topics' backlogs are never read whole. Each level walks past the tasks
+-- of its priority that cannot start, as the plain scan does.
 -- fragment: ageing
 aged AS MATERIALIZED (
     SELECT a.topic, a.every_seconds, a.most FROM tenure_topic_ageing AS a
@@ -216,9 +219,10 @@ levels (topic, priority) AS (
 ),
 ageing AS (
     SELECT o.seq,
-           o.priority + min(a.most, CAST((:now - coalesce(o.run_at, o.created_at))
-                                         / a.every_seconds AS INTEGER)) AS rank,
-           o.fair_turn, o.topic, o.limit_key, o.limit_max, o.order_key
+           o.priority + max(min(a.most, max(0, CAST(
+               (:now - max(coalesce(o.run_at, o.updated_at), o.updated_at))
+               / a.every_seconds AS INTEGER)))) OVER (PARTITION BY o.topic, o.priority) AS rank,
+           o.priority, o.fair_turn, o.topic, o.limit_key, o.limit_max, o.order_key
     FROM levels AS l
     JOIN aged AS a ON a.topic = l.topic
     JOIN tenure_tasks AS o ON o.seq IN (
@@ -235,11 +239,14 @@ ageing AS (
     WHERE l.priority IS NOT NULL
 )
 
--- A reserved task's rank (see ageing), for the order a worker starts them in.
+-- A reserved task's rank (see ageing: its own wait, where the reservation
+-- ranked its priority's tasks together by the longest), for the order a
+-- worker starts them in. The write sets updated_at: the wait is read from
+-- run_at, else from created_at.
 -- fragment: rank
-priority + coalesce((SELECT min(a.most, CAST((:now - coalesce(tenure_tasks.run_at,
-                                                             tenure_tasks.created_at))
-                                             / a.every_seconds AS INTEGER))
+priority + coalesce((SELECT min(a.most, max(0, CAST(
+                         (:now - coalesce(tenure_tasks.run_at, tenure_tasks.created_at))
+                         / a.every_seconds AS INTEGER)))
                      FROM tenure_topic_ageing AS a WHERE a.topic = tenure_tasks.topic), 0)
 
 -- name: reserve_any
@@ -249,14 +256,17 @@ WHERE seq IN (
     {ageing}
     SELECT c.seq FROM (
         SELECT seq, topic, limit_key, order_key,
-               row_number() OVER (PARTITION BY topic ORDER BY rank DESC, fair_turn, seq)
+               row_number() OVER (PARTITION BY topic
+                                  ORDER BY rank DESC, priority DESC, fair_turn, seq)
                    AS nth_in_topic,
-               row_number() OVER (PARTITION BY limit_key ORDER BY rank DESC, fair_turn, seq)
+               row_number() OVER (PARTITION BY limit_key
+                                  ORDER BY rank DESC, priority DESC, fair_turn, seq)
                    AS nth_in_key,
                min(limit_max) OVER (PARTITION BY limit_key) AS key_most
         FROM (
             SELECT * FROM (
-                SELECT seq, priority AS rank, fair_turn, topic, limit_key, limit_max, order_key
+                SELECT seq, priority AS rank, priority, fair_turn, topic, limit_key, limit_max,
+                       order_key
                 FROM tenure_tasks INDEXED BY tenure_tasks_pending
                 WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
                   AND topic NOT IN (SELECT topic FROM tenure_paused_topics)
@@ -272,7 +282,7 @@ WHERE seq IN (
             )
             UNION ALL
             SELECT * FROM ageing
-            ORDER BY rank DESC, fair_turn, seq
+            ORDER BY rank DESC, priority DESC, fair_turn, seq
             LIMIT :limit
         )
     ) AS c
@@ -287,14 +297,17 @@ WHERE seq IN (
     {ageing}
     SELECT c.seq FROM (
         SELECT seq, topic, limit_key, order_key,
-               row_number() OVER (PARTITION BY topic ORDER BY rank DESC, fair_turn, seq)
+               row_number() OVER (PARTITION BY topic
+                                  ORDER BY rank DESC, priority DESC, fair_turn, seq)
                    AS nth_in_topic,
-               row_number() OVER (PARTITION BY limit_key ORDER BY rank DESC, fair_turn, seq)
+               row_number() OVER (PARTITION BY limit_key
+                                  ORDER BY rank DESC, priority DESC, fair_turn, seq)
                    AS nth_in_key,
                min(limit_max) OVER (PARTITION BY limit_key) AS key_most
         FROM (
             SELECT * FROM (
-                SELECT seq, priority AS rank, fair_turn, topic, limit_key, limit_max, order_key
+                SELECT seq, priority AS rank, priority, fair_turn, topic, limit_key, limit_max,
+                       order_key
                 FROM tenure_tasks INDEXED BY tenure_tasks_pending_by_topic
                 WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
                   AND topic = :topic
@@ -311,7 +324,7 @@ WHERE seq IN (
             )
             UNION ALL
             SELECT * FROM ageing
-            ORDER BY rank DESC, fair_turn, seq
+            ORDER BY rank DESC, priority DESC, fair_turn, seq
             LIMIT :limit
         )
     ) AS c
@@ -326,14 +339,17 @@ WHERE seq IN (
     {ageing}
     SELECT c.seq FROM (
         SELECT seq, topic, limit_key, order_key,
-               row_number() OVER (PARTITION BY topic ORDER BY rank DESC, fair_turn, seq)
+               row_number() OVER (PARTITION BY topic
+                                  ORDER BY rank DESC, priority DESC, fair_turn, seq)
                    AS nth_in_topic,
-               row_number() OVER (PARTITION BY limit_key ORDER BY rank DESC, fair_turn, seq)
+               row_number() OVER (PARTITION BY limit_key
+                                  ORDER BY rank DESC, priority DESC, fair_turn, seq)
                    AS nth_in_key,
                min(limit_max) OVER (PARTITION BY limit_key) AS key_most
         FROM (
             SELECT * FROM (
-                SELECT seq, priority AS rank, fair_turn, topic, limit_key, limit_max, order_key
+                SELECT seq, priority AS rank, priority, fair_turn, topic, limit_key, limit_max,
+                       order_key
                 FROM tenure_tasks INDEXED BY tenure_tasks_pending
                 WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
                   AND topic IN (SELECT value FROM json_each(:topics)
@@ -350,7 +366,7 @@ WHERE seq IN (
             )
             UNION ALL
             SELECT * FROM ageing
-            ORDER BY rank DESC, fair_turn, seq
+            ORDER BY rank DESC, priority DESC, fair_turn, seq
             LIMIT :limit
         )
     ) AS c

@@ -341,3 +341,22 @@ def report_params(report: Report, now: float) -> dict[str, Any]:
         "task_ids": json.dumps(list(report.task_ids)),
         "total": report.total,
     }
+
+
+def in_order_taken(found: list[sqlite3.Row]) -> list[sqlite3.Row]:
+    """A reservation's rows in the order the statement took them: by rank (a
+    priority's tasks ranked together, by the longest wait among them, as the
+    statement ranks them), priority, turn, then age."""
+    level: dict[tuple[str, int], int] = {}
+    for row in found:
+        key = (row["topic"], row["priority"])
+        level[key] = max(level.get(key, row["rank"]), row["rank"])
+    return sorted(
+        found,
+        key=lambda row: (
+            -level[row["topic"], row["priority"]],
+            -row["priority"],
+            row["fair_turn"],
+            row["seq"],
+        ),
+    )

@@ -41,7 +41,7 @@ CREATE INDEX tasks_fair_round ON {schema}.tasks (topic, priority, fair_turn)
 -- priority) and rank them with the rest; nothing is written as tasks wait.
 CREATE TABLE {schema}.topic_ageing (
     topic text PRIMARY KEY,
-    every_seconds float8 NOT NULL CHECK (every_seconds > 0),
+    every_seconds float8 NOT NULL CHECK (every_seconds >= 0.001),
     most bigint NOT NULL CHECK (most > 0),
     set_at timestamptz NOT NULL
 );

@@ -34,7 +34,7 @@ CREATE INDEX tenure_tasks_fair_round ON tenure_tasks (topic, priority, fair_turn
 -- is written as tasks wait.
 CREATE TABLE tenure_topic_ageing (
     topic TEXT PRIMARY KEY,
-    every_seconds REAL NOT NULL CHECK (every_seconds > 0),
+    every_seconds REAL NOT NULL CHECK (every_seconds >= 0.001),
     most INTEGER NOT NULL CHECK (most > 0),
     set_at REAL NOT NULL
 );
