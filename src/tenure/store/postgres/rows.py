@@ -193,13 +193,13 @@ def task(row: Row) -> Task:
 
 
 def place_and_task(cursor: Cursor[Any]) -> RowMaker[tuple[tuple[int, int, int, int], Task]]:
-    """A psycopg row factory for a reservation returning ``task_columns`` and
+    """A psycopg row factory for a reservation returning ``task_columns``,
     ``fair_turn`` and ``rank``: each row as its place in the order tasks are
-    taken (rank, highest first: the priority, raised by a topic's ageing;
-    then turn, then age) and its task, taken from the
-    row's values by position. A worker reads hundreds of tasks per
-    reservation: a dict per row, as the store's other reads make, would be
-    built only to be taken apart."""
+    taken (rank, highest first: the priority, raised by a topic's ageing; then
+    priority, turn, age) and its task, taken from the row's values by
+    position. A worker reads hundreds of tasks per reservation: a dict per
+    row, as the store's other reads make, would be built only to be taken
+    apart."""
     names = [column.name for column in cursor.description or ()]
     in_task_order = itemgetter(*(names.index(name) for name in TASK_FIELDS))
     at_rank, at_priority, at_turn, at_seq = map(
