@@ -327,8 +327,11 @@ def test_sigterm_releases_what_outlives_the_grace(store: Store, start, tmp_path:
 
 def test_second_signal_stops_without_waiting(store: Store, start, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     worker = start("--grace", "60")
-    task = enqueue(store, basic.blocks, str(tmp_path / "never"))
-    wait_until(store, task.id, lambda t: t.status is Status.RUNNING)
+    began = tmp_path / "began"
+    task = enqueue(store, basic.blocks, str(tmp_path / "never"), "late", str(began))
+    # Begun, not only reserved: a task held unbegun is released at once, with
+    # nothing to wait for.
+    wait_for(began.exists, "the task's start")
     worker.signal(signal.SIGINT)
     # As the stop begins it says what it waits for, and how to cut it short.
     waiting = worker.wait_for_log("waiting up to")
