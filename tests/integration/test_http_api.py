@@ -618,12 +618,13 @@ def test_a_topic_is_paused_listed_and_resumed(app: App, client: TestClient) -> N
 def test_a_topics_limit_is_set_listed_and_lifted(app: App, client: TestClient) -> None:
     assert client.get("/api/topics/limits").json() == {"limits": []}
     set_ = client.post("/api/topics/limit", json={"topic": "mail", "max_running": 3})
-    assert set_.status_code == 200 and set_.json() == {"topic": "mail", "max_running": 3}
+    assert set_.status_code == 200 and set_.json()["set_at"]
+    assert set_.json() | {"set_at": None} == {"topic": "mail", "max_running": 3, "set_at": None}
     [listed] = client.get("/api/topics/limits").json()["limits"]
     assert (listed["topic"], listed["max_running"]) == ("mail", 3) and listed["set_at"]
     assert [(lim.topic, lim.max_running) for lim in app.store.topic_limits()] == [("mail", 3)]
     lifted = client.post("/api/topics/limit", json={"topic": "mail", "max_running": None})
-    assert lifted.json() == {"topic": "mail", "max_running": None}
+    assert lifted.json() == {"topic": "mail", "max_running": None, "set_at": None}
     assert app.store.topic_limits() == []
     for body, field in [({"topic": "mail"}, "max_running"), ({"max_running": 2}, "topic"),
                         ({"topic": "mail", "max_running": 0}, "max_running"),

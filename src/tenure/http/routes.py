@@ -218,15 +218,10 @@ class Api(ScheduleRoutes):
         return reply({"limits": [limit_json(limit) for limit in limits]})
 
     async def limit_topic(self, request: Request, values: Values) -> Response:
-        body = await inputs.json_body(request, TOPIC_BYTES)
-        given = inputs.body_fields(body, (TOPIC, MAX_RUNNING))
-        if "topic" not in given:
-            raise InvalidInput("topic", "is required")
-        if "max_running" not in body:  # type: ignore[operator]  # read: an object
-            raise InvalidInput("max_running", "is required (null lifts the limit)")
-        topic, most = given["topic"], given.get("max_running")
-        await self._work(lambda admin: admin.limit(topic, most))
-        return reply({"topic": topic, "max_running": most})
+        topic, given = await _setting(request, (MAX_RUNNING,), "limit")
+        limit = await self._work(lambda admin: admin.limit(topic, given.get("max_running")))
+        lifted = {"topic": topic, "max_running": None, "set_at": None}
+        return reply(lifted if limit is None else limit_json(limit))
 
     async def list_topic_rates(self, request: Request, values: Values) -> Response:
         rates = await self._work(lambda admin: admin.rate_limits())

@@ -121,27 +121,9 @@ TOPICS = (
         "Let workers start a paused topic's tasks again",
         obj({"topic": {"type": "string"}, "resumed": {"type": "boolean"}}),
     ),
-    Operation(
-        "GET",
-        "/api/topics/limits",
-        id="listTopicLimits",
-        summary="The topics' concurrency limits: at most so many of a topic's tasks run at once",
-        handler="list_topic_limits",
-        answer="The topics' limits, by topic",
-        returns=obj({"limits": {"type": "array", "items": ref("TopicLimit")}}),
-        refusals=STORE,
-    ),
-    Operation(
-        "POST",
-        "/api/topics/limit",
-        id="limitTopic",
-        summary="Let at most max_running tasks of a topic run at once, across every worker, "
-        "from the next reservation (null lifts the limit)",
-        handler="limit_topic",
-        body=obj({TOPIC.name: TOPIC.kind.schema, MAX_RUNNING.name: nullable(MOST.schema)}),
-        answer="The topic's limit now",
-        returns=obj({"topic": {"type": "string"}, "max_running": nullable(MOST.schema)}),
-        refusals=("400", "413", "415", *STORE),
+    *_topic_setting(
+        "limit", "at most so many of a topic's tasks run at once", "limit", (MAX_RUNNING,),
+        "Limit",
     ),
     *_topic_setting(
         "rate", "at most so many of a topic's tasks start within any span", "rate",
