@@ -227,17 +227,46 @@ ageing AS (
     JOIN aged AS a ON a.topic = l.topic
     JOIN tenure_tasks AS o ON o.seq IN (
         SELECT seq FROM tenure_tasks INDEXED BY tenure_tasks_pending_by_topic
-        WHERE status = 'pending' AND topic = l.topic AND priority = l.priority
-          AND (run_at IS NULL OR run_at <= :now)
+        WHERE {runnable}
+          AND topic = l.topic AND priority = l.priority
+        ORDER BY fair_turn, seq
+        LIMIT :limit)
+    WHERE l.priority IS NOT NULL
+)
+
+-- What makes a pending task runnable by this reservation, in the plain scans
+-- and the ageing levels alike: due, not past its deadline, its tags all
+-- among the worker's, and within its key's limit and its ordered key's turn.
+-- fragment: runnable
+status = 'pending' AND (run_at IS NULL OR run_at <= :now)
           AND (expires_at IS NULL OR expires_at > :now)
           AND (tags = '[]' OR NOT EXISTS (
               SELECT 1 FROM json_each(tenure_tasks.tags) AS t
               WHERE t.value NOT IN (SELECT value FROM json_each(:tags))))
           {within_limits}
-        ORDER BY fair_turn, seq
-        LIMIT :limit)
-    WHERE l.priority IS NOT NULL
-)
+
+-- The rows a reservation takes, of the plain scan's (CTE plain) and the
+-- ageing levels': the first :limit by rank, priority, turn, then age, and of
+-- those the ones within the room their topic's and key's limits leave.
+-- fragment: take_within_room
+SELECT c.seq FROM (
+        SELECT seq, topic, limit_key, order_key,
+               row_number() OVER (PARTITION BY topic
+                                  ORDER BY rank DESC, priority DESC, fair_turn, seq)
+                   AS nth_in_topic,
+               row_number() OVER (PARTITION BY limit_key
+                                  ORDER BY rank DESC, priority DESC, fair_turn, seq)
+                   AS nth_in_key,
+               min(limit_max) OVER (PARTITION BY limit_key) AS key_most
+        FROM (
+            SELECT * FROM plain
+            UNION ALL
+            SELECT * FROM ageing
+            ORDER BY rank DESC, priority DESC, fair_turn, seq
+            LIMIT :limit
+        )
+    ) AS c
+    WHERE {within_room}
 
 -- A reserved task's rank (see ageing: its own wait, where the reservation
 -- ranked its priority's tasks together by the longest), for the order a
@@ -253,40 +282,18 @@ priority + coalesce((SELECT min(a.most, max(0, CAST(
 {lease_picked}
 WHERE seq IN (
     WITH RECURSIVE topic_rooms AS MATERIALIZED ({topic_rooms}),
-    {ageing}
-    SELECT c.seq FROM (
-        SELECT seq, topic, limit_key, order_key,
-               row_number() OVER (PARTITION BY topic
-                                  ORDER BY rank DESC, priority DESC, fair_turn, seq)
-                   AS nth_in_topic,
-               row_number() OVER (PARTITION BY limit_key
-                                  ORDER BY rank DESC, priority DESC, fair_turn, seq)
-                   AS nth_in_key,
-               min(limit_max) OVER (PARTITION BY limit_key) AS key_most
-        FROM (
-            SELECT * FROM (
-                SELECT seq, priority AS rank, priority, fair_turn, topic, limit_key, limit_max,
-                       order_key
-                FROM tenure_tasks INDEXED BY tenure_tasks_pending
-                WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
-                  AND topic NOT IN (SELECT topic FROM tenure_paused_topics)
-                  AND topic NOT IN (SELECT topic FROM topic_rooms WHERE room <= 0)
-                  AND (expires_at IS NULL OR expires_at > :now)
-                  AND (tags = '[]' OR NOT EXISTS (
-                      SELECT 1 FROM json_each(tenure_tasks.tags) AS t
-                      WHERE t.value NOT IN (SELECT value FROM json_each(:tags))))
-                  AND topic NOT IN (SELECT topic FROM aged)
-                  {within_limits}
-                ORDER BY priority DESC, fair_turn, seq
-                LIMIT :limit
-            )
-            UNION ALL
-            SELECT * FROM ageing
-            ORDER BY rank DESC, priority DESC, fair_turn, seq
-            LIMIT :limit
-        )
-    ) AS c
-    WHERE {within_room}
+    {ageing},
+    plain AS (
+        SELECT seq, priority AS rank, priority, fair_turn, topic, limit_key, limit_max, order_key
+        FROM tenure_tasks INDEXED BY tenure_tasks_pending
+        WHERE {runnable}
+          AND topic NOT IN (SELECT topic FROM tenure_paused_topics)
+          AND topic NOT IN (SELECT topic FROM topic_rooms WHERE room <= 0)
+          AND topic NOT IN (SELECT topic FROM aged)
+        ORDER BY priority DESC, fair_turn, seq
+        LIMIT :limit
+    )
+    {take_within_room}
 )
 RETURNING *, {rank} AS rank;
 
@@ -294,41 +301,19 @@ RETURNING *, {rank} AS rank;
 {lease_picked}
 WHERE seq IN (
     WITH RECURSIVE topic_rooms AS MATERIALIZED ({topic_rooms}),
-    {ageing}
-    SELECT c.seq FROM (
-        SELECT seq, topic, limit_key, order_key,
-               row_number() OVER (PARTITION BY topic
-                                  ORDER BY rank DESC, priority DESC, fair_turn, seq)
-                   AS nth_in_topic,
-               row_number() OVER (PARTITION BY limit_key
-                                  ORDER BY rank DESC, priority DESC, fair_turn, seq)
-                   AS nth_in_key,
-               min(limit_max) OVER (PARTITION BY limit_key) AS key_most
-        FROM (
-            SELECT * FROM (
-                SELECT seq, priority AS rank, priority, fair_turn, topic, limit_key, limit_max,
-                       order_key
-                FROM tenure_tasks INDEXED BY tenure_tasks_pending_by_topic
-                WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
-                  AND topic = :topic
-                  AND :topic NOT IN (SELECT topic FROM tenure_paused_topics)
-                  AND :topic NOT IN (SELECT topic FROM topic_rooms WHERE room <= 0)
-                  AND (expires_at IS NULL OR expires_at > :now)
-                  AND (tags = '[]' OR NOT EXISTS (
-                      SELECT 1 FROM json_each(tenure_tasks.tags) AS t
-                      WHERE t.value NOT IN (SELECT value FROM json_each(:tags))))
-                  AND topic NOT IN (SELECT topic FROM aged)
-                  {within_limits}
-                ORDER BY priority DESC, fair_turn, seq
-                LIMIT :limit
-            )
-            UNION ALL
-            SELECT * FROM ageing
-            ORDER BY rank DESC, priority DESC, fair_turn, seq
-            LIMIT :limit
-        )
-    ) AS c
-    WHERE {within_room}
+    {ageing},
+    plain AS (
+        SELECT seq, priority AS rank, priority, fair_turn, topic, limit_key, limit_max, order_key
+        FROM tenure_tasks INDEXED BY tenure_tasks_pending_by_topic
+        WHERE {runnable}
+          AND topic = :topic
+          AND :topic NOT IN (SELECT topic FROM tenure_paused_topics)
+          AND :topic NOT IN (SELECT topic FROM topic_rooms WHERE room <= 0)
+          AND topic NOT IN (SELECT topic FROM aged)
+        ORDER BY priority DESC, fair_turn, seq
+        LIMIT :limit
+    )
+    {take_within_room}
 )
 RETURNING *, {rank} AS rank;
 
@@ -336,41 +321,19 @@ RETURNING *, {rank} AS rank;
 {lease_picked}
 WHERE seq IN (
     WITH RECURSIVE topic_rooms AS MATERIALIZED ({topic_rooms}),
-    {ageing}
-    SELECT c.seq FROM (
-        SELECT seq, topic, limit_key, order_key,
-               row_number() OVER (PARTITION BY topic
-                                  ORDER BY rank DESC, priority DESC, fair_turn, seq)
-                   AS nth_in_topic,
-               row_number() OVER (PARTITION BY limit_key
-                                  ORDER BY rank DESC, priority DESC, fair_turn, seq)
-                   AS nth_in_key,
-               min(limit_max) OVER (PARTITION BY limit_key) AS key_most
-        FROM (
-            SELECT * FROM (
-                SELECT seq, priority AS rank, priority, fair_turn, topic, limit_key, limit_max,
-                       order_key
-                FROM tenure_tasks INDEXED BY tenure_tasks_pending
-                WHERE status = 'pending' AND (run_at IS NULL OR run_at <= :now)
-                  AND topic IN (SELECT value FROM json_each(:topics)
-                                WHERE value NOT IN (SELECT topic FROM tenure_paused_topics)
-                                  AND value NOT IN (SELECT topic FROM topic_rooms WHERE room <= 0))
-                  AND (expires_at IS NULL OR expires_at > :now)
-                  AND (tags = '[]' OR NOT EXISTS (
-                      SELECT 1 FROM json_each(tenure_tasks.tags) AS t
-                      WHERE t.value NOT IN (SELECT value FROM json_each(:tags))))
-                  AND topic NOT IN (SELECT topic FROM aged)
-                  {within_limits}
-                ORDER BY priority DESC, fair_turn, seq
-                LIMIT :limit
-            )
-            UNION ALL
-            SELECT * FROM ageing
-            ORDER BY rank DESC, priority DESC, fair_turn, seq
-            LIMIT :limit
-        )
-    ) AS c
-    WHERE {within_room}
+    {ageing},
+    plain AS (
+        SELECT seq, priority AS rank, priority, fair_turn, topic, limit_key, limit_max, order_key
+        FROM tenure_tasks INDEXED BY tenure_tasks_pending
+        WHERE {runnable}
+          AND topic IN (SELECT value FROM json_each(:topics)
+                        WHERE value NOT IN (SELECT topic FROM tenure_paused_topics)
+                          AND value NOT IN (SELECT topic FROM topic_rooms WHERE room <= 0))
+          AND topic NOT IN (SELECT topic FROM aged)
+        ORDER BY priority DESC, fair_turn, seq
+        LIMIT :limit
+    )
+    {take_within_room}
 )
 RETURNING *, {rank} AS rank;
 
