@@ -97,6 +97,12 @@ def rate_json(rate: TopicRate) -> JsonObject:
             "set_at": _plain(rate.set_at)}  # fmt: skip
 
 
+def lifted_json(setting: type[TopicLimit | TopicRate | TopicAgeing], topic: str) -> JsonObject:
+    """A topic's setting once lifted: its topic, every other field null (the
+    answer of ``tenure limit TOPIC --off --json`` and of the HTTP API)."""
+    return {field.name: None for field in dataclasses.fields(setting)} | {"topic": topic}
+
+
 def ageing_json(ageing: TopicAgeing) -> JsonObject:
     """A topic's priority ageing (``tenure aged --json``)."""
     return {"topic": ageing.topic, "every_seconds": ageing.every_seconds, "most": ageing.most,

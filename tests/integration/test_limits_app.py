@@ -129,6 +129,10 @@ def test_the_command_line_sets_lists_and_lifts_a_limit(
     assert (listed["every_seconds"], listed["most"]) == (120.0, 5)
     assert main(["ageing", "mail", "--off", *url]) == 0
     assert "mail is taken by priority alone" in capsys.readouterr().out
+    assert main(["rate", "mail", "--off", "--json", *url]) == 0
+    assert json.loads(capsys.readouterr().out) == {
+        "topic": "mail", "max_starts": None, "per_seconds": None, "set_at": None
+    }  # fmt: skip
     assert main(["aged", *url]) == 0
     assert "no topic ages" in capsys.readouterr().out
     for wrong in (["limit", "mail", "0"], ["limit", "mail"], ["limit", "mail", "2", "--off"],

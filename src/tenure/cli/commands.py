@@ -19,6 +19,7 @@ from tenure.clock import spoken
 from tenure.shapes import (
     JsonObject,
     ageing_json,
+    lifted_json,
     limit_json,
     lock_json,
     paused_json,
@@ -68,27 +69,26 @@ def add(
         changes = command(name, helptext, run)
         changes.set_defaults(reads=False)
         changes.add_argument("topic", help="the topic")
-    for name, helptext, run, most, what in (
+    for name, helptext, run, (value, kind, said), off in (
         ("limit", "let at most N tasks of a topic run at once, on every worker", _limit,
-         "max_running", "limit"),
+         ("max_running", positive, "how many at most"), "lift the topic's limit"),
         ("rate", "let at most N tasks of a topic start within a span", _rate,
-         "max_starts", "rate"),
+         ("max_starts", positive, "how many at most"), "lift the topic's rate"),
+        ("ageing", "raise a topic's waiting tasks' priority by one a span", _ageing,
+         ("every", duration, "the span a step: 30s, 1m, 1h"), "order the topic by priority alone"),
     ):  # fmt: skip
         bound = command(name, helptext, run)
         bound.set_defaults(reads=False)
         bound.add_argument("topic", help="the topic")
         given = bound.add_mutually_exclusive_group(required=True)
-        given.add_argument(most, nargs="?", type=positive, help="how many at most")
-        given.add_argument("--off", action="store_true", help=f"lift the topic's {what}")
-        if name == "rate":
-            bound.add_argument("--per", type=duration, default=60.0, help="the span: 1s, 1m, 1h")
-    ageing = command("ageing", "raise a topic's waiting tasks' priority by one a span", _ageing)
-    ageing.set_defaults(reads=False)
-    ageing.add_argument("topic", help="the topic")
-    given = ageing.add_mutually_exclusive_group(required=True)
-    given.add_argument("every", nargs="?", type=duration, help="the span a step: 30s, 1m, 1h")
-    given.add_argument("--off", action="store_true", help="order the topic by priority alone")
-    ageing.add_argument("--most", type=positive, default=10, help="steps at most (default 10)")
+        given.add_argument(value, nargs="?", type=kind, help=said)
+        given.add_argument("--off", action="store_true", help=off)
+    subcommands.choices["rate"].add_argument(
+        "--per", type=duration, default=60.0, help="the span: 1s, 1m, 1h"
+    )
+    subcommands.choices["ageing"].add_argument(
+        "--most", type=positive, default=10, help="steps at most (default 10)"
+    )
     _add_migrate(subcommands, url_too)
 
 
@@ -205,40 +205,43 @@ def _resume(admin: TaskAdmin, args: argparse.Namespace) -> int:
 
 
 def _limit(admin: TaskAdmin, args: argparse.Namespace) -> int:
+    def line(limit: TopicLimit) -> str:
+        return f"{escape(limit.topic)} runs at most {limit.max_running} at once"
+
     limit = admin.limit(args.topic, None if args.off else args.max_running)
-    if args.json:
-        lifted = {"topic": args.topic, "max_running": None}
-        print_json(lifted if limit is None else limit_json(limit))
-    elif limit is None:
-        console.print(f"{escape(args.topic)} runs without a limit")
-    else:
-        console.print(f"{escape(limit.topic)} runs at most {limit.max_running} at once")
-    return 0
+    return _told(args, limit, limit_json, kind=TopicLimit, lifted="runs without a limit", line=line)
 
 
 def _rate(admin: TaskAdmin, args: argparse.Namespace) -> int:
+    def line(rate: TopicRate) -> str:
+        return f"{escape(rate.topic)} starts at most {rate.max_starts} per {rate.per_seconds:g} s"
+
     rate = admin.rate_limit(args.topic, None if args.off else args.max_starts, args.per)
-    if args.json:
-        lifted = {"topic": args.topic, "max_starts": None}
-        print_json(lifted if rate is None else rate_json(rate))
-    elif rate is None:
-        console.print(f"{escape(args.topic)} starts without a rate")
-    else:
-        console.print(
-            f"{escape(rate.topic)} starts at most {rate.max_starts} per {rate.per_seconds:g} s"
-        )
-    return 0
+    return _told(args, rate, rate_json, kind=TopicRate, lifted="starts without a rate", line=line)
 
 
 def _ageing(admin: TaskAdmin, args: argparse.Namespace) -> int:
     ageing = admin.ageing(args.topic, None if args.off else args.every, args.most)
+    lifted = "is taken by priority alone"
+    return _told(args, ageing, ageing_json, kind=TopicAgeing, lifted=lifted, line=_aged_line)
+
+
+def _told(
+    args: argparse.Namespace,
+    setting: T | None,
+    as_json: Callable[[T], JsonObject],
+    *,
+    kind: type[TopicLimit | TopicRate | TopicAgeing],
+    lifted: str,
+    line: Callable[[T], str],
+) -> int:
+    """What a change of a topic's setting left: the setting, as JSON or a
+    line; once lifted, its fields null (as the HTTP API answers) or the
+    ``lifted`` line."""
     if args.json:
-        off = {"topic": args.topic, "every_seconds": None}
-        print_json(off if ageing is None else ageing_json(ageing))
-    elif ageing is None:
-        console.print(f"{escape(args.topic)} is taken by priority alone")
+        print_json(as_json(setting) if setting is not None else lifted_json(kind, args.topic))
     else:
-        console.print(_aged_line(ageing))
+        console.print(line(setting) if setting is not None else f"{escape(args.topic)} {lifted}")
     return 0
 
 

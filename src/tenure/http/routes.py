@@ -45,6 +45,7 @@ from tenure.http.topic_surface import (
 from tenure.shapes import (
     ageing_json,
     event_json,
+    lifted_json,
     limit_json,
     paused_json,
     rate_json,
@@ -52,7 +53,7 @@ from tenure.shapes import (
     task_json,
     worker_json,
 )
-from tenure.store import TaskFilter
+from tenure.store import TaskFilter, TopicAgeing, TopicLimit, TopicRate
 from tenure.task import Task
 
 T = TypeVar("T")
@@ -220,8 +221,7 @@ class Api(ScheduleRoutes):
     async def limit_topic(self, request: Request, values: Values) -> Response:
         topic, given = await _setting(request, (MAX_RUNNING,), "limit")
         limit = await self._work(lambda admin: admin.limit(topic, given.get("max_running")))
-        lifted = {"topic": topic, "max_running": None, "set_at": None}
-        return reply(lifted if limit is None else limit_json(limit))
+        return reply(lifted_json(TopicLimit, topic) if limit is None else limit_json(limit))
 
     async def list_topic_rates(self, request: Request, values: Values) -> Response:
         rates = await self._work(lambda admin: admin.rate_limits())
@@ -231,8 +231,7 @@ class Api(ScheduleRoutes):
         topic, given = await _setting(request, (MAX_STARTS, PER_SECONDS), "rate")
         most, per = given.get("max_starts"), given.get("per_seconds", 60.0)
         rate = await self._work(lambda admin: admin.rate_limit(topic, most, per))
-        lifted = {"topic": topic, "max_starts": None, "per_seconds": None, "set_at": None}
-        return reply(lifted if rate is None else rate_json(rate))
+        return reply(lifted_json(TopicRate, topic) if rate is None else rate_json(rate))
 
     async def list_topic_ageing(self, request: Request, values: Values) -> Response:
         ageings = await self._work(lambda admin: admin.ageings())
@@ -242,8 +241,7 @@ class Api(ScheduleRoutes):
         topic, given = await _setting(request, (EVERY_SECONDS, MOST_STEPS), "ageing")
         every, most = given.get("every_seconds"), given.get("most", 10)
         ageing = await self._work(lambda admin: admin.ageing(topic, every, most))
-        lifted = {"topic": topic, "every_seconds": None, "most": None, "set_at": None}
-        return reply(lifted if ageing is None else ageing_json(ageing))
+        return reply(lifted_json(TopicAgeing, topic) if ageing is None else ageing_json(ageing))
 
     async def scale_worker(self, request: Request, values: Values) -> Response:
         body = await inputs.json_body(request, TOPIC_BYTES)
